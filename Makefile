@@ -1,0 +1,53 @@
+# The platform's commands. `make run` runs it locally; `make test` is what CI runs.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+
+.PHONY: help deps up up-cluster down status run test test-unit test-integration lint typecheck format clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
+
+# npm ci only when the lock file changed since the last install.
+node_modules/.package-lock.json: package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.package-lock.json ## install npm dependencies (npm ci)
+
+up: deps ## fetch (once) and start Kafka, the schema registry and prepare PostgreSQL; create topics
+	bash infra/local/up.sh
+
+up-cluster: deps ## the same with a three-node KRaft cluster (ports 19092/29092/39092)
+	KAFKA_NODES=3 bash infra/local/up.sh
+
+down: ## stop exactly the processes `make up` started (data stays in .local/)
+	bash infra/local/down.sh
+
+status: ## what of the local stack is running
+	-@bash infra/local/kafka.sh status; bash infra/local/registry.sh status
+
+run: up ## run the platform locally (for now: the stack; services arrive with their issues)
+	@echo "Stack is up. Kafka 127.0.0.1:9092, registry http://127.0.0.1:8081/apis/ccompat/v7, PostgreSQL $${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/skinprices}"
+	@echo "Stop it with: make down"
+
+typecheck: deps ## tsc over every package, service and test
+	tsc -p tsconfig.json
+
+lint: deps typecheck ## typecheck, eslint (style-model rules) and prettier --check
+	eslint .
+	prettier --check .
+
+format: deps ## prettier --write
+	prettier --write .
+
+test-unit: deps ## unit tests (no services needed)
+	vitest run --project unit
+
+test-integration: up ## integration tests against the real Kafka, registry and PostgreSQL
+	vitest run --project integration
+
+test: lint test-unit test-integration ## everything CI runs: lint, unit, integration (starts the stack when needed)
+
+clean: down ## stop the stack and delete its data (downloads are kept)
+	rm -rf .local/kafka/data .local/run .local/logs

@@ -1,0 +1,198 @@
+/**
+ * The markets registry: every marketplace as data. Adding a marketplace means one entry here plus
+ * one upstream adapter; nothing else should switch on slugs. Slugs are neutral because the real
+ * names are brands.
+ */
+import { AppError } from './errors.js';
+
+export const CURRENCIES = ['CNY', 'EUR', 'USD'] as const;
+export type Currency = (typeof CURRENCIES)[number];
+
+export const MARKET_SLUGS = [
+  'cn-a',
+  'cn-b',
+  'cn-c',
+  'cn-d',
+  'eu-a',
+  'eu-b',
+  'usd-1',
+  'usd-2',
+  'usd-3',
+  'usd-4',
+  'usd-5',
+  'usd-6',
+  'store',
+  'hist-a',
+] as const;
+export type MarketSlug = (typeof MARKET_SLUGS)[number];
+
+/** What a marketplace offers; the pollers schedule and the API route by these. */
+export type Capability =
+  | 'listings' // lowest price + count per item
+  | 'buyorders' // highest bid per item (and per phase/tier row)
+  | 'floatBuyorders' // individual buy orders limited by float
+  | 'floatRanged' // float-bucket offer short lists
+  | 'sales' // completed sales
+  | 'orderBook' // in-depth order book (the store)
+  | 'history'; // upstream daily history we import
+
+export interface RefreshIntervals {
+  /** Listing prices; the spec promises about 5 minutes. */
+  listingsMs: number;
+  buyordersMs?: number;
+  floatBuyordersMs?: number;
+  floatRangedMs?: number;
+  salesMs?: number;
+  orderBookMs?: number;
+  historyMs?: number;
+}
+
+export interface Market {
+  slug: MarketSlug;
+  /** The label the spec uses (CN-A …); also the envelope's `source`. */
+  label: string;
+  currency: Currency;
+  /** Name of the price field in API rows. */
+  priceField: 'price_rmb' | 'price';
+  kind: 'listing' | 'history';
+  /** Served by `GET /v1/prices/{market}`. */
+  perMarketEndpoint: boolean;
+  /** Part of the combined catalogue `GET|POST /v1/prices/latest`. */
+  inCatalogue: boolean;
+  capabilities: readonly Capability[];
+  refresh: RefreshIntervals;
+  /** API field carrying the marketplace's own template id (CN-A only). */
+  templateIdField?: string;
+}
+
+const MIN = 60_000;
+const LISTINGS_5_MIN = { listingsMs: 5 * MIN } as const;
+
+/** `cn-a` → `cn_a_template_id`: the spec names the field after the slug. */
+export function templateIdFieldName(slug: MarketSlug): string {
+  return `${slug.replaceAll('-', '_')}_template_id`;
+}
+
+function usdCatalogueMarket(n: 1 | 2 | 3 | 4 | 5 | 6): Market {
+  const slug = `usd-${n}` as MarketSlug;
+  return {
+    slug,
+    label: `USD-${n}`,
+    currency: 'USD',
+    priceField: 'price',
+    kind: 'listing',
+    perMarketEndpoint: false,
+    inCatalogue: true,
+    // usd-1 is one of the three marketplaces whose completed sales we collect.
+    capabilities: n === 1 ? ['listings', 'sales'] : ['listings'],
+    refresh: n === 1 ? { ...LISTINGS_5_MIN, salesMs: MIN } : LISTINGS_5_MIN,
+  };
+}
+
+export const MARKETS: readonly Market[] = Object.freeze([
+  {
+    slug: 'cn-a',
+    label: 'CN-A',
+    currency: 'CNY',
+    priceField: 'price_rmb',
+    kind: 'listing',
+    perMarketEndpoint: true,
+    inCatalogue: true,
+    capabilities: ['listings', 'buyorders', 'floatBuyorders', 'floatRanged', 'sales'],
+    refresh: {
+      ...LISTINGS_5_MIN,
+      buyordersMs: 30 * MIN,
+      floatBuyordersMs: 30 * MIN,
+      floatRangedMs: 5 * MIN,
+      salesMs: MIN,
+    },
+    templateIdField: templateIdFieldName('cn-a'),
+  },
+  {
+    slug: 'cn-b',
+    label: 'CN-B',
+    currency: 'CNY',
+    priceField: 'price',
+    kind: 'listing',
+    perMarketEndpoint: true,
+    inCatalogue: true,
+    capabilities: ['listings', 'buyorders', 'floatBuyorders', 'floatRanged', 'sales'],
+    refresh: {
+      ...LISTINGS_5_MIN,
+      buyordersMs: 10 * MIN,
+      floatBuyordersMs: 10 * MIN,
+      floatRangedMs: 5 * MIN,
+      salesMs: MIN,
+    },
+  },
+  {
+    slug: 'cn-c',
+    label: 'CN-C',
+    currency: 'CNY',
+    priceField: 'price',
+    kind: 'listing',
+    perMarketEndpoint: true,
+    inCatalogue: true,
+    capabilities: ['listings', 'floatRanged'],
+    refresh: { ...LISTINGS_5_MIN, floatRangedMs: 5 * MIN },
+  },
+  ...(['cn-d', 'eu-a', 'eu-b'] as const).map((slug): Market => ({
+    slug,
+    label: slug.toUpperCase(),
+    currency: slug.startsWith('cn') ? 'CNY' : 'EUR',
+    priceField: 'price',
+    kind: 'listing',
+    perMarketEndpoint: true,
+    inCatalogue: true,
+    capabilities: ['listings'],
+    refresh: LISTINGS_5_MIN,
+  })),
+  ...([1, 2, 3, 4, 5, 6] as const).map(usdCatalogueMarket),
+  {
+    slug: 'store',
+    label: 'STORE',
+    currency: 'USD',
+    priceField: 'price',
+    kind: 'listing',
+    perMarketEndpoint: false,
+    // The spec: STORE has its own endpoint and is not part of the combined catalogue.
+    inCatalogue: false,
+    capabilities: ['listings', 'orderBook'],
+    refresh: { ...LISTINGS_5_MIN, orderBookMs: 5 * MIN },
+  },
+  {
+    slug: 'hist-a',
+    label: 'HIST-A',
+    currency: 'USD',
+    priceField: 'price',
+    kind: 'history',
+    perMarketEndpoint: false,
+    inCatalogue: false,
+    capabilities: ['history'],
+    // History-only: a daily import is enough; listingsMs is kept for a uniform shape.
+    refresh: { listingsMs: 24 * 60 * MIN, historyMs: 24 * 60 * MIN },
+  },
+]);
+
+const BY_SLUG: ReadonlyMap<string, Market> = new Map(MARKETS.map((m) => [m.slug, m]));
+
+export function isMarketSlug(value: unknown): value is MarketSlug {
+  return typeof value === 'string' && BY_SLUG.has(value);
+}
+
+/** The market for a slug; throws `unknown_market` (the API turns it into 404). */
+export function getMarket(slug: string): Market {
+  const market = BY_SLUG.get(slug);
+  if (!market) {
+    throw new AppError('unknown_market', `unknown market '${slug}'`, { details: { market: slug } });
+  }
+  return market;
+}
+
+export function marketsWith(capability: Capability): Market[] {
+  return MARKETS.filter((m) => m.capabilities.includes(capability));
+}
+
+export function hasCapability(slug: MarketSlug, capability: Capability): boolean {
+  return getMarket(slug).capabilities.includes(capability);
+}

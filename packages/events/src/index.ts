@@ -1,0 +1,23 @@
+export * from './types.js';
+export {
+  EVENT_KINDS,
+  eventSchema,
+  topicDefinitions,
+  topicFor,
+  type EventSchema,
+  type TopicDefinition,
+} from './schemas.js';
+export { eventKey, itemKey, parseItemKey } from './keys.js';
+export { validateEvent } from './validate.js';
+export { EventSerde, TopicCodec, type Compatibility, type SerdeOptions } from './serde.js';
+export {
+  createKafka,
+  EventConsumer,
+  EventProducer,
+  type ConsumedBatch,
+  type ConsumerOptions,
+  type DecodedMessage,
+  type KafkaOptions,
+  type SendResult,
+} from './kafka.js';
+export { deleteTopics, ensureTopics, waitForKafka } from './admin.js';

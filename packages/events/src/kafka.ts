@@ -1,0 +1,189 @@
+/**
+ * Kafka client construction plus producer and consumer helpers that speak our events.
+ */
+import { AppError } from '@skinprices/domain';
+import { Kafka, logLevel, type Consumer, type KafkaConfig, type Producer, type RecordMetadata } from 'kafkajs';
+import { eventKey } from './keys.js';
+import type { TopicCodec } from './serde.js';
+import type { EventKind, EventMap } from './types.js';
+
+export interface KafkaOptions {
+  /** Comma-separated host:port list. */
+  brokers: string;
+  clientId: string;
+  /** kafkajs logs through this; pass a pino-backed function, or leave it at WARN to stderr. */
+  logCreator?: KafkaConfig['logCreator'];
+}
+
+export function createKafka(options: KafkaOptions): Kafka {
+  return new Kafka({
+    clientId: options.clientId,
+    brokers: options.brokers
+      .split(',')
+      .map((b) => b.trim())
+      .filter(Boolean),
+    logLevel: logLevel.WARN,
+    connectionTimeout: 5_000,
+    requestTimeout: 30_000,
+    retry: { initialRetryTime: 200, retries: 8 },
+    ...(options.logCreator ? { logCreator: options.logCreator } : {}),
+  });
+}
+
+export interface SendResult<K extends EventKind> {
+  metadata: RecordMetadata[];
+  sent: number;
+  /** Events refused before sending (bad shape or price); nothing of them reached Kafka. */
+  rejected: { event: EventMap[K]; error: AppError }[];
+}
+
+/**
+ * Idempotent producer: acks from all in-sync replicas and one request in flight per broker, as
+ * KIP-98 requires (kafkajs does not enforce the in-flight limit itself), so a retried batch is
+ * neither duplicated nor reordered.
+ */
+export class EventProducer {
+  private readonly producer: Producer;
+
+  constructor(kafka: Kafka) {
+    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+  }
+
+  async connect(): Promise<void> {
+    try {
+      await this.producer.connect();
+    } catch (err) {
+      throw new AppError('kafka_unavailable', `producer could not connect: ${String(err)}`, { cause: err });
+    }
+  }
+
+  async disconnect(): Promise<void> {
+    await this.producer.disconnect();
+  }
+
+  /** Encodes and sends events keyed by marketplace + item identity; bad events are returned, not sent. */
+  async send<K extends EventKind>(codec: TopicCodec<K>, events: readonly EventMap[K][]): Promise<SendResult<K>> {
+    const rejected: SendResult<K>['rejected'] = [];
+    const messages: { key: string; value: Buffer }[] = [];
+    for (const event of events) {
+      try {
+        messages.push({ key: eventKey(codec.kind, event), value: codec.encode(event) });
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        rejected.push({ event, error: err });
+      }
+    }
+    if (messages.length === 0) return { metadata: [], sent: 0, rejected };
+    try {
+      const metadata = await this.producer.send({ topic: codec.topic, acks: -1, messages });
+      return { metadata, sent: messages.length, rejected };
+    } catch (err) {
+      throw new AppError(
+        'kafka_unavailable',
+        `sending ${messages.length} records to ${codec.topic} failed: ${String(err)}`,
+        {
+          cause: err,
+        },
+      );
+    }
+  }
+
+  /** A null value under `key`: on a compacted topic it removes the key's state for good. */
+  async tombstone(topic: string, key: string): Promise<void> {
+    await this.producer.send({ topic, acks: -1, messages: [{ key, value: null }] });
+  }
+}
+
+export interface DecodedMessage<K extends EventKind> {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string | null;
+  /** null for a tombstone. */
+  value: EventMap[K] | null;
+  /** Set when the record could not be decoded; the handler decides (dead-letter, stop). */
+  error?: AppError;
+}
+
+export interface ConsumedBatch<K extends EventKind> {
+  topic: string;
+  partition: number;
+  messages: DecodedMessage<K>[];
+}
+
+export interface ConsumerOptions {
+  groupId: string;
+  /** Where a group without committed offsets starts. @default true */
+  fromBeginning?: boolean;
+  /**
+   * Commit offsets to Kafka after each handled batch. The materializer turns this off and keeps
+   * its offsets in PostgreSQL with the rows. @default true
+   */
+  autoCommit?: boolean;
+}
+
+/** A consumer of one or more topics that hands the handler decoded batches, one partition at a time. */
+export class EventConsumer<K extends EventKind> {
+  private readonly consumer: Consumer;
+  private readonly byTopic: Map<string, TopicCodec<K>>;
+
+  constructor(
+    kafka: Kafka,
+    codecs: readonly TopicCodec<K>[],
+    private readonly options: ConsumerOptions,
+  ) {
+    this.consumer = kafka.consumer({ groupId: options.groupId, allowAutoTopicCreation: false });
+    this.byTopic = new Map(codecs.map((c) => [c.topic, c]));
+  }
+
+  get raw(): Consumer {
+    return this.consumer;
+  }
+
+  async start(handler: (batch: ConsumedBatch<K>) => Promise<void>): Promise<void> {
+    await this.consumer.connect();
+    await this.consumer.subscribe({
+      topics: [...this.byTopic.keys()],
+      fromBeginning: this.options.fromBeginning ?? true,
+    });
+    const autoCommit = this.options.autoCommit ?? true;
+    await this.consumer.run({
+      autoCommit,
+      eachBatchAutoResolve: false,
+      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }) => {
+        const codec = this.byTopic.get(batch.topic);
+        if (!codec || !isRunning() || isStale()) return;
+        const messages: DecodedMessage<K>[] = [];
+        for (const m of batch.messages) {
+          const base = {
+            topic: batch.topic,
+            partition: batch.partition,
+            offset: m.offset,
+            key: m.key?.toString('utf8') ?? null,
+          };
+          if (m.value === null) {
+            messages.push({ ...base, value: null });
+            continue;
+          }
+          try {
+            messages.push({ ...base, value: await codec.decode(m.value) });
+          } catch (err) {
+            if (!(err instanceof AppError) || err.retryable) throw err;
+            messages.push({ ...base, value: null, error: err });
+          }
+        }
+        await handler({ topic: batch.topic, partition: batch.partition, messages });
+        // A revoked partition (isStale) must not get its offset moved by a batch that finished late.
+        if (!isRunning() || isStale()) return;
+        const last = batch.messages.at(-1);
+        if (last) resolveOffset(last.offset);
+        if (autoCommit) await commitOffsetsIfNecessary();
+        await heartbeat();
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.disconnect();
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The Avro schemas (../schemas/*.avsc, the contract for downstream teams) and the topic
+ * definitions (infra/kafka/topics.json, the one list of topics). Both are files so that
+ * non-TypeScript consumers and the infra scripts read the same source.
+ */
+import { readFileSync } from 'node:fs';
+import avro from 'avsc';
+import type { EventKind } from './types.js';
+
+const SCHEMA_FILES: Record<EventKind, string> = {
+  listing: 'listing.avsc',
+  buyorder: 'buyorder.avsc',
+  floatRanged: 'float-ranged.avsc',
+  floatBuyorder: 'float-buyorder.avsc',
+  sale: 'sale.avsc',
+  orderBook: 'order-book.avsc',
+  historyPoint: 'history-point.avsc',
+  pollCycle: 'poll-cycle.avsc',
+  priceChange: 'price-change.avsc',
+  currentPrice: 'current-price.avsc',
+};
+export const EVENT_KINDS = Object.keys(SCHEMA_FILES) as EventKind[];
+
+const SCHEMA_DIR = new URL('../schemas/', import.meta.url);
+const TOPICS_FILE = new URL('../../../infra/kafka/topics.json', import.meta.url);
+
+export interface EventSchema {
+  kind: EventKind;
+  /** The schema as registered (JSON text of the .avsc file). */
+  text: string;
+  /** Parsed avsc type, used to validate before encoding and as the reader schema. */
+  type: avro.Type;
+}
+
+const schemaCache = new Map<EventKind, EventSchema>();
+
+export function eventSchema(kind: EventKind): EventSchema {
+  let s = schemaCache.get(kind);
+  if (!s) {
+    const text = readFileSync(new URL(SCHEMA_FILES[kind], SCHEMA_DIR), 'utf8');
+    s = { kind, text: JSON.stringify(JSON.parse(text)), type: avro.Type.forSchema(JSON.parse(text)) };
+    schemaCache.set(kind, s);
+  }
+  return s;
+}
+
+export interface TopicDefinition {
+  name: string;
+  event: EventKind;
+  partitions: number;
+  /** Topic-level configs (retention.ms, cleanup.policy …) as Kafka expects them: strings. */
+  config: Record<string, string>;
+}
+
+let topicCache: readonly TopicDefinition[] | undefined;
+
+export function topicDefinitions(): readonly TopicDefinition[] {
+  if (!topicCache) {
+    const parsed = JSON.parse(readFileSync(TOPICS_FILE, 'utf8')) as { topics: TopicDefinition[] };
+    for (const t of parsed.topics) {
+      if (!(t.event in SCHEMA_FILES)) throw new Error(`topics.json: ${t.name} names unknown event '${t.event}'`);
+    }
+    topicCache = Object.freeze(parsed.topics);
+  }
+  return topicCache;
+}
+
+/** The project topic carrying one kind of event (e.g. listing → listings.v1). */
+export function topicFor(kind: EventKind): TopicDefinition {
+  const t = topicDefinitions().find((d) => d.event === kind);
+  if (!t) throw new Error(`no topic carries '${kind}' events`);
+  return t;
+}

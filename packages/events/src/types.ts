@@ -1,0 +1,143 @@
+/**
+ * TypeScript shapes of the Avro records in ../schemas. Field names are the Avro names
+ * (snake_case), so an event decodes straight into these types. Prices are decimal strings;
+ * times are epoch milliseconds (Avro timestamp-millis).
+ */
+export type DecimalString = string;
+export type EpochMs = number;
+
+interface ItemEvent {
+  market: string;
+  market_hash_name: string;
+  /** '' when none. */
+  phase: string;
+  currency: string;
+}
+
+export interface ListingEvent extends ItemEvent {
+  price: DecimalString | null;
+  count: number;
+  exterior: string | null;
+  stattrak: boolean;
+  souvenir: boolean;
+  template_id: number | null;
+  item_page_url: string | null;
+  observed_at: EpochMs;
+  cycle_id: string;
+}
+
+export interface BuyOrderEvent extends ItemEvent {
+  tier: string | null;
+  price: DecimalString | null;
+  blue_price: DecimalString | null;
+  count: number;
+  template_id: number | null;
+  type_id: number | null;
+  observed_at: EpochMs;
+  cycle_id: string;
+}
+
+export interface FloatRangedEvent extends ItemEvent {
+  float_min: DecimalString;
+  float_max: DecimalString;
+  first_price: DecimalString | null;
+  fifth_price: DecimalString | null;
+  count: number;
+  phase_labels: Record<string, string>;
+  observed_at: EpochMs;
+  cycle_id: string;
+}
+
+export interface FloatBuyOrderEvent extends ItemEvent {
+  order_id: string;
+  price: DecimalString;
+  quantity: number;
+  float_min: DecimalString | null;
+  float_max: DecimalString | null;
+  condition: string | null;
+  observed_at: EpochMs;
+  cycle_id: string;
+}
+
+export interface SaleEvent extends ItemEvent {
+  sale_id: string;
+  price: DecimalString;
+  sold_at: EpochMs;
+  float_value: DecimalString | null;
+  paint_index: number | null;
+  paint_seed: number | null;
+  stickers: { slot: number; name: string; wear: DecimalString | null }[];
+  charms: { slot: number; name: string; pattern: number | null }[];
+  observed_at: EpochMs;
+}
+
+export interface OrderBookEvent extends ItemEvent {
+  asks: { price: DecimalString; count: number }[];
+  bids: { price: DecimalString; count: number }[];
+  observed_at: EpochMs;
+  cycle_id: string;
+}
+
+export interface HistoryPointEvent extends ItemEvent {
+  /** UTC day as days since 1970-01-01 (Avro `date`). */
+  day: number;
+  price: DecimalString;
+  count: number | null;
+  observed_at: EpochMs;
+}
+
+export const DATA_KINDS = [
+  'LISTINGS',
+  'BUYORDERS',
+  'FLOAT_RANGED',
+  'FLOAT_BUYORDERS',
+  'SALES',
+  'ORDER_BOOK',
+  'HISTORY',
+] as const;
+export type DataKind = (typeof DATA_KINDS)[number];
+
+export interface PollCycleEvent {
+  market: string;
+  kind: DataKind;
+  cycle_id: string;
+  mode: 'FULL' | 'DELTA';
+  started_at: EpochMs;
+  finished_at: EpochMs;
+  items_seen: number;
+  events_emitted: number;
+  outcome: 'COMPLETE' | 'PARTIAL' | 'FAILED';
+  error: string | null;
+  data_topic: string;
+  end_offsets: { partition: number; offset: number }[];
+}
+
+export interface PriceChangeEvent extends ItemEvent {
+  old_price: DecimalString | null;
+  new_price: DecimalString | null;
+  old_count: number | null;
+  new_count: number | null;
+  observed_at: EpochMs;
+  changed_at: EpochMs;
+}
+
+export interface CurrentPriceEvent extends ItemEvent {
+  price: DecimalString | null;
+  count: number;
+  updated_at: EpochMs;
+}
+
+/** Event kind → its TypeScript shape; the kinds are the `event` names of infra/kafka/topics.json. */
+export interface EventMap {
+  listing: ListingEvent;
+  buyorder: BuyOrderEvent;
+  floatRanged: FloatRangedEvent;
+  floatBuyorder: FloatBuyOrderEvent;
+  sale: SaleEvent;
+  orderBook: OrderBookEvent;
+  historyPoint: HistoryPointEvent;
+  pollCycle: PollCycleEvent;
+  priceChange: PriceChangeEvent;
+  currentPrice: CurrentPriceEvent;
+}
+export type EventKind = keyof EventMap;

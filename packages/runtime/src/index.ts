@@ -1,0 +1,3 @@
+export { commonEnv, intFromEnv, parseConfig } from './config.js';
+export { createLogger, type Logger } from './logger.js';
+export { ShutdownManager } from './shutdown.js';

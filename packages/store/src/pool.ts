@@ -1,0 +1,101 @@
+/**
+ * PostgreSQL access: pools bound to a schema, and creating the project's database when missing.
+ */
+import { AppError } from '@skinprices/domain';
+import pg from 'pg';
+
+// NUMERIC and BIGINT come back as strings (pg's default for NUMERIC; made explicit here):
+// a price must never pass through a JS number on its way out of the database.
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => v);
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => v);
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+
+export interface PoolOptions {
+  /** postgres://user:password@host:port/database */
+  databaseUrl: string;
+  /** Schema put first on the search_path of every connection (tests use one each). */
+  schema?: string;
+  /** @default 10 */
+  max?: number;
+  /** Name shown in pg_stat_activity. */
+  applicationName?: string;
+}
+
+const IDENT = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Quotes an identifier we build ourselves; refuses anything that is not a plain lower-case name. */
+export function ident(name: string): string {
+  if (!IDENT.test(name)) throw new AppError('config_invalid', `not a plain SQL identifier: '${name}'`);
+  return `"${name}"`;
+}
+
+export function createPool(options: PoolOptions): Pool {
+  const pool = new pg.Pool({
+    connectionString: options.databaseUrl,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? 'skinprices',
+    connectionTimeoutMillis: 10_000,
+    ...(options.schema ? { options: `-c search_path=${ident(options.schema)},public` } : {}),
+  });
+  // An idle client losing its connection (server restart) must not crash the process;
+  // the next query reconnects.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** True for errors where waiting and retrying can help (server away, too many connections). */
+export function isTransientPgError(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code ?? '';
+  return (
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '40001', '40P01'].includes(
+      code,
+    ) || code.startsWith('08')
+  );
+}
+
+/**
+ * Creates the database named in `databaseUrl` when it does not exist, connecting to the
+ * server's `postgres` database to do so. Says clearly what to do when no server answers.
+ */
+export async function ensureDatabase(databaseUrl: string): Promise<{ created: boolean; database: string }> {
+  const url = new URL(databaseUrl);
+  const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  if (!database) throw new AppError('config_invalid', `DATABASE_URL names no database: ${redact(databaseUrl)}`);
+  url.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: 5_000 });
+  try {
+    await client.connect();
+  } catch (err) {
+    throw new AppError(
+      'db_unavailable',
+      `no PostgreSQL answers at ${url.host} (${String(err)}). Start it (on these machines: ` +
+        `pg_ctlcluster --skip-systemctl-redirect 15 main start) or set DATABASE_URL.`,
+      { cause: err },
+    );
+  }
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (found.rowCount) return { created: false, database };
+    await client.query(`CREATE DATABASE "${database.replaceAll('"', '""')}"`);
+    return { created: true, database };
+  } catch (err) {
+    // Two processes creating it at once: the loser sees duplicate_database (42P04).
+    if ((err as { code?: string }).code === '42P04') return { created: false, database };
+    throw err;
+  } finally {
+    await client.end();
+  }
+}
+
+/** The URL without its password, for logs and errors. */
+export function redact(databaseUrl: string): string {
+  try {
+    const u = new URL(databaseUrl);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable DATABASE_URL)';
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Subjects get one explicit compatibility rule (BACKWARD). A backward-compatible change is
+ * accepted and old records still decode; an incompatible change is refused.
+ */
+import { eventSchema } from '@skinprices/events';
+import avro from 'avsc';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SAMPLES } from '../support/samples.js';
+import { TestStack } from '../support/stack.js';
+
+function listingSchemaWith(extraField: Record<string, unknown>): string {
+  const schema = JSON.parse(eventSchema('listing').text) as { fields: unknown[] };
+  schema.fields.push(extraField);
+  return JSON.stringify(schema);
+}
+
+describe('schema evolution under BACKWARD compatibility', () => {
+  const stack = new TestStack();
+  afterAll(() => stack.cleanup());
+
+  it('accepts a new field with a default, and records written before it still decode', async () => {
+    const topic = await stack.topic('listing');
+    const v1 = await stack.serde.codec(topic, 'listing');
+    const oldRecord = v1.encode(SAMPLES.listing);
+
+    const v2Text = listingSchemaWith({ name: 'liquidity_hint', type: ['null', 'string'], default: null });
+    const v2Id = await stack.serde.register(topic, 'listing', v2Text);
+    expect(v2Id).not.toBe(v1.schemaId);
+
+    const res = await fetch(`${stack.env.registryUrl}/subjects/${topic}-value/versions`);
+    expect(await res.json()).toEqual([1, 2]);
+    const config = await fetch(`${stack.env.registryUrl}/config/${topic}-value`);
+    expect(await config.json()).toMatchObject({ compatibilityLevel: 'BACKWARD' });
+
+    // The v1 record decodes unchanged after the subject moved to v2.
+    expect(JSON.parse(JSON.stringify(await v1.decode(oldRecord)))).toEqual(SAMPLES.listing);
+  });
+
+  it('refuses a new required field without a default (schema_incompatible, not retryable)', async () => {
+    const topic = await stack.topic('listing');
+    await stack.serde.codec(topic, 'listing');
+    const bad = listingSchemaWith({ name: 'float_required', type: 'string' });
+    await expect(stack.serde.register(topic, 'listing', bad)).rejects.toMatchObject({
+      code: 'schema_incompatible',
+      retryable: false,
+    });
+    const res = await fetch(`${stack.env.registryUrl}/subjects/${topic}-value/versions`);
+    expect(await res.json()).toEqual([1]);
+  });
+
+  it('decodes a record written with a newer schema into the shape this code knows', async () => {
+    const topic = await stack.topic('listing');
+    const ours = await stack.serde.codec(topic, 'listing');
+    const newerText = listingSchemaWith({ name: 'liquidity_hint', type: ['null', 'string'], default: null });
+    const newerId = await stack.serde.register(topic, 'listing', newerText);
+    const newer = avro.Type.forSchema(JSON.parse(newerText) as avro.Schema);
+    const header = Buffer.from([0, 0, 0, 0, 0]);
+    header.writeUInt32BE(newerId, 1);
+    const record = Buffer.concat([header, newer.toBuffer({ ...SAMPLES.listing, liquidity_hint: '0.93' })]);
+    expect(JSON.parse(JSON.stringify(await ours.decode(record)))).toEqual(SAMPLES.listing);
+  });
+
+  // Root cause: Apicurio answers GET /config/{subject} of an existing subject without a rule
+  // with 200 NONE (Confluent: 404), and the client then refuses to register.
+  it('registers into a subject created elsewhere without a rule (Apicurio NONE regression)', async () => {
+    const topic = await stack.topic('listing');
+    const subject = `${topic}-value`;
+    const created = await fetch(`${stack.env.registryUrl}/subjects/${subject}/versions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body: JSON.stringify({ schema: eventSchema('listing').text }),
+    });
+    expect(created.status).toBe(200);
+    const before = await fetch(`${stack.env.registryUrl}/config/${subject}`);
+    expect(await before.json()).toMatchObject({ compatibilityLevel: 'NONE' });
+
+    const codec = await stack.serde.codec(topic, 'listing');
+    expect(codec.schemaId).toBeGreaterThan(0);
+    const after = await fetch(`${stack.env.registryUrl}/config/${subject}`);
+    expect(await after.json()).toMatchObject({ compatibilityLevel: 'BACKWARD' });
+  });
+});
