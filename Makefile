@@ -34,8 +34,9 @@ run: up ## run the platform locally (for now: the stack; services arrive with th
 typecheck: deps ## tsc over every package, service and test
 	tsc -p tsconfig.json
 
-lint: deps typecheck ## typecheck, eslint (style-model rules) and prettier --check
+lint: deps typecheck ## typecheck, eslint (style-model rules), import cycles, prettier --check
 	eslint .
+	tsx infra/lint/import-cycles.ts
 	prettier --check .
 
 format: deps ## prettier --write

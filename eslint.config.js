@@ -1,7 +1,7 @@
 // Lint rules from the design's style models: no floating promises, `import type` for types,
-// packages used only through their public entry (no `…/src/…` of another package), no cycles.
+// packages used only through their public entry (no `…/src/…` of another package).
+// Import cycles are checked by infra/lint/import-cycles.ts (see there why not by a plugin).
 import js from '@eslint/js';
-import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -13,15 +13,12 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
-    plugins: { 'import-x': importX },
-    settings: { 'import-x/resolver': { node: true } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/await-thenable': 'error',
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'import-x/no-cycle': 'error',
       'no-restricted-imports': [
         'error',
         {

@@ -12,7 +12,7 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'],
+          include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'infra/**/*.test.ts'],
           environment: 'node',
         },
       },
