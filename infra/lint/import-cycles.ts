@@ -19,7 +19,11 @@ export function importsOf(file: string, source: string, root: string): string[] 
       target = resolve(dirname(file), spec.replace(/\.js$/, '.ts'));
     } else {
       const m = /^@skinprices\/([^/]+)$/.exec(spec);
-      if (m) target = join(root, 'packages', m[1] as string, 'src', 'index.ts');
+      if (m) {
+        const name = m[1] as string;
+        const pkg = join(root, 'packages', name, 'src', 'index.ts');
+        target = existsSync(pkg) ? pkg : join(root, 'services', name, 'src', 'index.ts');
+      }
     }
     if (target && existsSync(target)) out.push(target);
   }

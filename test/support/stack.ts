@@ -54,6 +54,21 @@ export class TestStack {
     return name;
   }
 
+  /** Creates a test-owned topic with a given name (deleted at cleanup, with its subject). */
+  async topicNamed(
+    name: string,
+    kind: EventKind,
+    partitions = 3,
+    config: Record<string, string> = {},
+  ): Promise<string> {
+    await ensureTopics(this.kafka, [{ name, event: kind, partitions, config }]);
+    this.cleanups.push(async () => {
+      await deleteTopics(this.kafka, [name]);
+      await this.serde.deleteSubject(`${name}-value`);
+    });
+    return name;
+  }
+
   groupId(): string {
     return uniqueName('g');
   }

@@ -17,7 +17,10 @@ const CODES = {
   upstream_timeout: true,
   upstream_unavailable: true,
   upstream_rate_limited: true,
-  upstream_malformed: false,
+  // a truncated or garbled body is usually transient: worth another try of the same page
+  upstream_malformed: true,
+  // 4xx other than 429: our request is wrong, repeating it will not help
+  upstream_rejected: false,
   // our own infrastructure
   kafka_unavailable: true,
   registry_unavailable: true,

@@ -34,6 +34,12 @@ describe('markets registry', () => {
     for (const m of MARKETS.filter((x) => x.kind === 'listing')) expect(m.refresh.listingsMs).toBe(300_000);
   });
 
+  it('uses at least four distinct upstream formats, so adapters are real work', () => {
+    expect(new Set(MARKETS.map((m) => m.upstreamFormat)).size).toBeGreaterThanOrEqual(4);
+    expect(getMarket('cn-a').upstreamFormat).toBe('goods-cursor');
+    expect(getMarket('hist-a').upstreamFormat).toBe('history');
+  });
+
   it('names the template id field after the slug', () => {
     expect(templateIdFieldName('cn-a')).toBe('cn_a_template_id');
     expect(getMarket('cn-a').templateIdField).toBe('cn_a_template_id');

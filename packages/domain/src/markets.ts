@@ -47,8 +47,25 @@ export interface RefreshIntervals {
   historyMs?: number;
 }
 
+/**
+ * The shape of a marketplace's own API. Each format has one adapter in packages/marketplaces;
+ * several marketplaces can share a format (different base URLs).
+ */
+export const UPSTREAM_FORMATS = [
+  'goods-cursor', // cursor-paged goods list, prices in integer minor units, phase as a field
+  'goods-pages', // page-numbered goods list, decimal-string prices, phase as a numeric tag id
+  'raw-listings', // every individual listing; lowest price and count are derived
+  'price-map', // one document keyed by name, variants per phase, exterior in upper case
+  'usd-catalogue', // page-numbered catalogue, integer cents
+  'store', // first-party store: search results plus order books
+  'history', // daily closes only
+] as const;
+export type UpstreamFormat = (typeof UPSTREAM_FORMATS)[number];
+
 export interface Market {
   slug: MarketSlug;
+  /** Which adapter speaks this marketplace's API. */
+  upstreamFormat: UpstreamFormat;
   /** The label the spec uses (CN-A …); also the envelope's `source`. */
   label: string;
   currency: Currency;
@@ -77,6 +94,7 @@ function usdCatalogueMarket(n: 1 | 2 | 3 | 4 | 5 | 6): Market {
   const slug = `usd-${n}` as MarketSlug;
   return {
     slug,
+    upstreamFormat: 'usd-catalogue',
     label: `USD-${n}`,
     currency: 'USD',
     priceField: 'price',
@@ -92,6 +110,7 @@ function usdCatalogueMarket(n: 1 | 2 | 3 | 4 | 5 | 6): Market {
 export const MARKETS: readonly Market[] = Object.freeze([
   {
     slug: 'cn-a',
+    upstreamFormat: 'goods-cursor',
     label: 'CN-A',
     currency: 'CNY',
     priceField: 'price_rmb',
@@ -110,6 +129,7 @@ export const MARKETS: readonly Market[] = Object.freeze([
   },
   {
     slug: 'cn-b',
+    upstreamFormat: 'goods-pages',
     label: 'CN-B',
     currency: 'CNY',
     priceField: 'price',
@@ -127,6 +147,7 @@ export const MARKETS: readonly Market[] = Object.freeze([
   },
   {
     slug: 'cn-c',
+    upstreamFormat: 'goods-pages',
     label: 'CN-C',
     currency: 'CNY',
     priceField: 'price',
@@ -138,6 +159,7 @@ export const MARKETS: readonly Market[] = Object.freeze([
   },
   ...(['cn-d', 'eu-a', 'eu-b'] as const).map((slug): Market => ({
     slug,
+    upstreamFormat: slug === 'eu-a' ? 'price-map' : 'raw-listings',
     label: slug.toUpperCase(),
     currency: slug.startsWith('cn') ? 'CNY' : 'EUR',
     priceField: 'price',
@@ -150,6 +172,7 @@ export const MARKETS: readonly Market[] = Object.freeze([
   ...([1, 2, 3, 4, 5, 6] as const).map(usdCatalogueMarket),
   {
     slug: 'store',
+    upstreamFormat: 'store',
     label: 'STORE',
     currency: 'USD',
     priceField: 'price',
@@ -162,6 +185,7 @@ export const MARKETS: readonly Market[] = Object.freeze([
   },
   {
     slug: 'hist-a',
+    upstreamFormat: 'history',
     label: 'HIST-A',
     currency: 'USD',
     priceField: 'price',

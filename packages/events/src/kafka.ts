@@ -2,7 +2,15 @@
  * Kafka client construction plus producer and consumer helpers that speak our events.
  */
 import { AppError } from '@skinprices/domain';
-import { Kafka, logLevel, type Consumer, type KafkaConfig, type Producer, type RecordMetadata } from 'kafkajs';
+import {
+  Kafka,
+  logLevel,
+  Partitioners,
+  type Consumer,
+  type KafkaConfig,
+  type Producer,
+  type RecordMetadata,
+} from 'kafkajs';
 import { eventKey } from './keys.js';
 import type { TopicCodec } from './serde.js';
 import type { EventKind, EventMap } from './types.js';
@@ -46,7 +54,15 @@ export class EventProducer {
   private readonly producer: Producer;
 
   constructor(kafka: Kafka) {
-    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    this.producer = kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      // Retrying without limit is what keeps the idempotent producer exactly-once (kafkajs warns
+      // otherwise); while Kafka is away a send waits, and the caller's cycle waits with it.
+      retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 30_000 },
+    });
   }
 
   async connect(): Promise<void> {

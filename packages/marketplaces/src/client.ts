@@ -1,0 +1,186 @@
+/**
+ * HTTP to one upstream marketplace: undici keep-alive pool, a connect/headers/body timeout and
+ * an overall deadline per request (a slow-drip body must not hold a poll cycle forever), and
+ * every failure turned into an AppError whose `retryable` flag the poller acts on.
+ */
+import { AppError } from '@skinprices/domain';
+import { Pool } from 'undici';
+
+export interface UpstreamClientOptions {
+  baseUrl: string;
+  /** For errors and logs. */
+  market: string;
+  /** Connections kept open to the upstream. @default 4 */
+  connections?: number;
+  /** Time to connect and receive response headers. @default 10000 */
+  headersTimeoutMs?: number;
+  /** Whole request including the body. @default 30000 */
+  deadlineMs?: number;
+  /** Refuse bodies larger than this. @default 256 MiB */
+  maxBodyBytes?: number;
+  /** Called after every request (metrics). */
+  onResponse?: (info: { path: string; status: number | 'error'; ms: number }) => void;
+}
+
+/** Retry-After as seconds or an HTTP date → milliseconds from now (never negative). */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const v = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (v === undefined || v === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+export class UpstreamClient {
+  private readonly pool: Pool;
+  private readonly origin: string;
+  private readonly prefix: string;
+
+  constructor(private readonly options: UpstreamClientOptions) {
+    const url = new URL(options.baseUrl);
+    this.origin = url.origin;
+    this.prefix = url.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(this.origin, {
+      connections: options.connections ?? 4,
+      keepAliveTimeout: 30_000,
+      headersTimeout: options.headersTimeoutMs ?? 10_000,
+      bodyTimeout: options.headersTimeoutMs ?? 10_000,
+      connectTimeout: options.headersTimeoutMs ?? 10_000,
+    });
+  }
+
+  /** upstream clock − our clock, from the last response's Date header (ms). */
+  private skewMs = 0;
+  private clockSeen = false;
+
+  /** Whether a response has shown the upstream's clock yet. */
+  get hasClock(): boolean {
+    return this.clockSeen;
+  }
+
+  /**
+   * Learns the upstream's clock from one cheap request before anything depends on it (which
+   * day's history to ask for). Any answer carries a Date header, even a 404.
+   */
+  async syncClock(): Promise<void> {
+    const res = await this.pool.request({ method: 'GET', path: `${this.prefix}/`, signal: AbortSignal.timeout(5_000) });
+    await res.body.dump();
+    this.noteDate(res.headers.date);
+  }
+
+  private noteDate(header: string | string[] | undefined): void {
+    const date = Date.parse(String(header ?? ''));
+    if (Number.isNaN(date)) return;
+    const skew = date - Date.now();
+    // Date has whole seconds: only a skew beyond rounding is taken as a different clock.
+    this.skewMs = Math.abs(skew) < 2_000 ? 0 : skew;
+    this.clockSeen = true;
+  }
+
+  get market(): string {
+    return this.options.market;
+  }
+
+  /**
+   * Now by the upstream's clock: our time plus the skew its `Date` headers showed. Observation
+   * times and time windows (sales since …) must be in the upstream's time, which for a simulator
+   * running accelerated is far from ours.
+   */
+  upstreamNow(): number {
+    return Date.now() + this.skewMs;
+  }
+
+  async getJson(
+    path: string,
+    query: Record<string, string | number | undefined> = {},
+    signal?: AbortSignal,
+  ): Promise<unknown> {
+    const qs = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, String(v));
+    const fullPath = `${this.prefix}${path}${qs.size > 0 ? `?${qs.toString()}` : ''}`;
+    const deadline = AbortSignal.timeout(this.options.deadlineMs ?? 30_000);
+    const abort = signal ? AbortSignal.any([deadline, signal]) : deadline;
+    const started = performance.now();
+    const details = { market: this.options.market, path };
+    let status: number | 'error' = 'error';
+    try {
+      const res = await this.pool.request({
+        method: 'GET',
+        path: fullPath,
+        signal: abort,
+        headers: { accept: 'application/json' },
+      });
+      status = res.statusCode;
+      this.noteDate(res.headers.date);
+      if (res.statusCode === 429) {
+        await res.body.dump();
+        const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
+        throw new AppError('upstream_rate_limited', `${this.options.market}: 429 on ${path}`, {
+          details: { ...details, retryAfterMs },
+        });
+      }
+      if (res.statusCode >= 500) {
+        await res.body.dump();
+        throw new AppError('upstream_unavailable', `${this.options.market}: HTTP ${res.statusCode} on ${path}`, {
+          details: { ...details, status: res.statusCode },
+        });
+      }
+      if (res.statusCode !== 200) {
+        await res.body.dump();
+        throw new AppError('upstream_rejected', `${this.options.market}: HTTP ${res.statusCode} on ${path}`, {
+          details: { ...details, status: res.statusCode },
+        });
+      }
+      const length = Number(res.headers['content-length'] ?? 0);
+      const max = this.options.maxBodyBytes ?? 256 * 1024 * 1024;
+      if (length > max) {
+        await res.body.dump();
+        throw new AppError('upstream_malformed', `${this.options.market}: body of ${length} bytes on ${path}`, {
+          details,
+          retryable: false,
+        });
+      }
+      const text = await res.body.text();
+      try {
+        return JSON.parse(text) as unknown;
+      } catch (err) {
+        throw new AppError(
+          'upstream_malformed',
+          `${this.options.market}: body of ${path} is not JSON (${String(err)})`,
+          {
+            cause: err,
+            details,
+          },
+        );
+      }
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      if (signal?.aborted)
+        throw new AppError('upstream_timeout', `${this.options.market}: request cancelled`, {
+          cause: err,
+          details,
+          retryable: false,
+        });
+      const name = (err as { name?: string; code?: string }).name ?? '';
+      const code = (err as { code?: string }).code ?? '';
+      if (
+        name === 'TimeoutError' ||
+        name === 'AbortError' ||
+        (code.startsWith('UND_ERR_') && code.includes('TIMEOUT'))
+      ) {
+        throw new AppError('upstream_timeout', `${this.options.market}: ${path} timed out`, { cause: err, details });
+      }
+      // Connection refused or reset, a body cut short (truncated): transient.
+      throw new AppError('upstream_unavailable', `${this.options.market}: ${path} failed: ${String(err)}`, {
+        cause: err,
+        details,
+      });
+    } finally {
+      this.options.onResponse?.({ path, status, ms: performance.now() - started });
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+}

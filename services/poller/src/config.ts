@@ -1,0 +1,57 @@
+import { MARKET_SLUGS, getMarket, type Market } from '@skinprices/domain';
+import type { Kind } from '@skinprices/marketplaces';
+import { commonEnv, intFromEnv } from '@skinprices/runtime';
+import { z } from 'zod';
+
+const ms = (def: number) => intFromEnv(0, 7 * 24 * 3_600_000).default(def);
+
+export const pollerConfigSchema = z.object({
+  ...commonEnv,
+  MARKET: z.enum(MARKET_SLUGS).describe('the marketplace this process polls'),
+  UPSTREAM_BASE_URL: z.url().describe("base URL of the marketplace's API (the simulator's port for it)"),
+  TOPIC_SUFFIX: z.string().default('').describe('appended to every topic name (tests use their own topics)'),
+  POLL_LISTINGS_MS: ms(0).describe('listing cycle interval; 0: the registry default (5 min)'),
+  POLL_BUYORDERS_MS: ms(0).describe('buy-order cycle interval; 0: the registry default (CN-A 30 min, CN-B 10 min)'),
+  POLL_FLOAT_MS: ms(0).describe('float-ranged and float buy-order interval; 0: registry default'),
+  POLL_SALES_MS: ms(0).describe('sales interval; 0: registry default (1 min)'),
+  POLL_ORDER_BOOK_MS: ms(0).describe('order-book interval; 0: registry default'),
+  POLL_HISTORY_MS: ms(0).describe('history interval once caught up; 0: registry default (1 day)'),
+  FULL_SNAPSHOT_EVERY: intFromEnv(1, 1000)
+    .default(12)
+    .describe('every n-th listing/buy-order cycle is a full snapshot'),
+  UPSTREAM_RPS: z.coerce.number().positive().max(1000).default(20).describe('requests per second to the upstream'),
+  UPSTREAM_CONNECTIONS: intFromEnv(1, 64).default(4).describe('keep-alive connections to the upstream'),
+  UPSTREAM_TIMEOUT_MS: ms(10_000).describe('connect / first byte / idle body timeout'),
+  UPSTREAM_DEADLINE_MS: ms(60_000).describe('whole-request deadline (a slow-drip body ends here)'),
+  RETRIES: intFromEnv(0, 20).default(4).describe('retries of one upstream request'),
+  BACKOFF_BASE_MS: ms(250).describe('first backoff ceiling (full jitter, doubling)'),
+  BACKOFF_MAX_MS: ms(15_000).describe('largest backoff'),
+  CIRCUIT_THRESHOLD: intFromEnv(1, 100).default(3).describe('failed cycles in a row that open the circuit'),
+  CIRCUIT_COOLDOWN_MS: ms(60_000).describe('how long an open circuit keeps the marketplace off'),
+  SALES_LOOKBACK_MS: ms(3 * 3_600_000).describe('how far back the first sales window reaches'),
+  HISTORY_BACKFILL_DAYS: intFromEnv(0, 3650).default(400).describe('days of history imported on the first run'),
+  METRICS_HOST: z.string().default('127.0.0.1').describe('where /metrics listens'),
+  METRICS_PORT: intFromEnv(0, 65535).optional().describe('Prometheus /metrics port; unset: no endpoint'),
+});
+export type PollerConfig = z.infer<typeof pollerConfigSchema>;
+
+/** Per-kind intervals: config overrides where given, else the registry's refresh intervals. */
+export function intervalsFor(market: Market, c: PollerConfig): Partial<Record<Kind, number>> {
+  const r = market.refresh;
+  const pick = (override: number, def: number | undefined): number | undefined => (override > 0 ? override : def);
+  const out: Partial<Record<Kind, number>> = {};
+  const set = (kind: Kind, v: number | undefined, capability: boolean) => {
+    if (capability && v !== undefined) out[kind] = v;
+  };
+  const has = (c2: string) => market.capabilities.includes(c2 as Market['capabilities'][number]);
+  set('LISTINGS', pick(c.POLL_LISTINGS_MS, r.listingsMs), has('listings'));
+  set('BUYORDERS', pick(c.POLL_BUYORDERS_MS, r.buyordersMs), has('buyorders'));
+  set('FLOAT_RANGED', pick(c.POLL_FLOAT_MS, r.floatRangedMs), has('floatRanged'));
+  set('FLOAT_BUYORDERS', pick(c.POLL_FLOAT_MS, r.floatBuyordersMs), has('floatBuyorders'));
+  set('SALES', pick(c.POLL_SALES_MS, r.salesMs), has('sales'));
+  set('ORDER_BOOK', pick(c.POLL_ORDER_BOOK_MS, r.orderBookMs), has('orderBook'));
+  set('HISTORY', pick(c.POLL_HISTORY_MS, r.historyMs), has('history'));
+  return out;
+}
+
+export { getMarket };

@@ -1,0 +1,5 @@
+/** The poller's parts, for embedding (tests, a supervisor); main.ts wires them for a process. */
+export { Poller, type CycleResult, type JobState, type PollerDeps, type PollerOptions } from './poller.js';
+export { PollerMetrics } from './metrics.js';
+export { intervalsFor, pollerConfigSchema, type PollerConfig } from './config.js';
+export { CircuitBreaker, RateLimiter, withRetry } from './resilience.js';

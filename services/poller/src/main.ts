@@ -1,0 +1,62 @@
+/** Wires one marketplace's poller: config → clients → Poller; named shutdown handlers. */
+import { createKafka, EventProducer, EventSerde } from '@skinprices/events';
+import { UpstreamClient } from '@skinprices/marketplaces';
+import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
+import { getMarket, intervalsFor, pollerConfigSchema } from './config.js';
+import { PollerMetrics } from './metrics.js';
+import { Poller } from './poller.js';
+
+const config = parseConfig(pollerConfigSchema, process.env);
+const market = getMarket(config.MARKET);
+const logger = createLogger(`poller-${market.slug}`, config.LOG_LEVEL);
+const shutdown = new ShutdownManager(logger);
+const metrics = new PollerMetrics();
+
+const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: `poller-${market.slug}` });
+const producer = new EventProducer(kafka);
+const admin = kafka.admin();
+const client = new UpstreamClient({
+  baseUrl: config.UPSTREAM_BASE_URL,
+  market: market.slug,
+  connections: config.UPSTREAM_CONNECTIONS,
+  headersTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
+  deadlineMs: config.UPSTREAM_DEADLINE_MS,
+  onResponse: ({ status, ms }) => {
+    metrics.requests.inc({ market: market.slug, status: String(status) });
+    metrics.requestSeconds.observe({ market: market.slug }, ms / 1000);
+  },
+});
+const poller = new Poller(
+  {
+    market,
+    intervals: intervalsFor(market, config),
+    fullEvery: config.FULL_SNAPSHOT_EVERY,
+    topicSuffix: config.TOPIC_SUFFIX,
+    retries: config.RETRIES,
+    backoffBaseMs: config.BACKOFF_BASE_MS,
+    backoffMaxMs: config.BACKOFF_MAX_MS,
+    requestsPerSecond: config.UPSTREAM_RPS,
+    circuitThreshold: config.CIRCUIT_THRESHOLD,
+    circuitCoolDownMs: config.CIRCUIT_COOLDOWN_MS,
+    salesLookbackMs: config.SALES_LOOKBACK_MS,
+    historyBackfillDays: config.HISTORY_BACKFILL_DAYS,
+  },
+  { client, producer, serde: new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL }), admin, logger, metrics },
+);
+
+await producer.connect();
+shutdown.register('kafka-producer', () => producer.disconnect());
+await admin.connect();
+shutdown.register('kafka-admin', () => admin.disconnect());
+shutdown.register('upstream-client', () => client.close());
+if (config.METRICS_PORT !== undefined) {
+  const server = await metrics.serve(config.METRICS_HOST, config.METRICS_PORT);
+  shutdown.register('metrics', server.close);
+  logger.info({ url: server.url }, 'metrics listening');
+}
+poller.start();
+// Registered last, so it runs first: stop polling (the running cycle ends with its marker),
+// then the producer flushes and disconnects.
+shutdown.register('poller', () => poller.stop());
+shutdown.listen();
+logger.info({ kinds: poller.kinds, upstream: config.UPSTREAM_BASE_URL }, 'poller started');

@@ -1,0 +1,438 @@
+/*
+ * One marketplace's poller: a job per data kind the marketplace offers, each a loop with an
+ * explicit state:
+ *
+ *            start()
+ *   idle ──────────────▶ polling ──(cycle done)──▶ waiting ──(interval over)──▶ polling …
+ *                           │                        ▲
+ *                           │ (circuit open)          │
+ *                           └────────▶ cooling ──────┘ (cool-down over: one trial cycle)
+ *   any ──stop()──▶ stopping ──(current request aborted, marker sent)──▶ stopped
+ *
+ * A cycle pages through the upstream, normalises rows, drops duplicates, produces keyed events
+ * (all rows on a FULL cycle, only changed rows on a DELTA cycle, explicit removals when the
+ * cycle saw everything), and ends with a poll-cycles.v1 marker saying COMPLETE, PARTIAL or
+ * FAILED. A cycle that was not complete and clean never removes or zeroes anything.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AppError, DAY_MS, type Capability, type Market } from '@skinprices/domain';
+import {
+  topicFor,
+  type EventKind,
+  type EventMap,
+  type EventProducer,
+  type EventSerde,
+  type PollCycleEvent,
+  type TopicCodec,
+} from '@skinprices/events';
+import {
+  adapterFor,
+  type Adapter,
+  type FetchContext,
+  type Kind,
+  type KindInput,
+  type RowMap,
+  type UpstreamClient,
+} from '@skinprices/marketplaces';
+import type { Logger } from '@skinprices/runtime';
+import type { Admin } from 'kafkajs';
+import { DATA_KIND, DELTA_KINDS, EVENT_OF, removalOf, rowKey, toEvent } from './events.js';
+import type { PollerMetrics } from './metrics.js';
+import { CircuitBreaker, RateLimiter, withRetry } from './resilience.js';
+
+const CAPABILITY_KIND: Record<Capability, Kind> = {
+  listings: 'LISTINGS',
+  buyorders: 'BUYORDERS',
+  floatRanged: 'FLOAT_RANGED',
+  floatBuyorders: 'FLOAT_BUYORDERS',
+  sales: 'SALES',
+  orderBook: 'ORDER_BOOK',
+  history: 'HISTORY',
+};
+
+export type JobState = 'idle' | 'polling' | 'waiting' | 'cooling' | 'stopping' | 'stopped';
+
+export interface PollerOptions {
+  market: Market;
+  /** Per kind: ms between cycles. */
+  intervals: Partial<Record<Kind, number>>;
+  /** Every n-th cycle of a delta kind is a FULL snapshot. @default 12 */
+  fullEvery: number;
+  /** Appended to every topic name (tests use their own topics). @default '' */
+  topicSuffix: string;
+  retries: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  requestsPerSecond: number;
+  circuitThreshold: number;
+  circuitCoolDownMs: number;
+  /** How far back the first sales window reaches (upstream time). */
+  salesLookbackMs: number;
+  /** Days of history imported on the first run. */
+  historyBackfillDays: number;
+}
+
+export interface PollerDeps {
+  client: UpstreamClient;
+  producer: EventProducer;
+  serde: EventSerde;
+  admin: Admin;
+  logger: Logger;
+  metrics: PollerMetrics;
+  /** Adapter for the market's format (tests may inject one). */
+  adapter?: Adapter;
+}
+
+export interface CycleResult {
+  kind: Kind;
+  marker: PollCycleEvent;
+  rejected: number;
+  duplicates: number;
+}
+
+interface Emitted {
+  sig: string;
+  row: RowMap[Kind];
+}
+
+class Job {
+  state: JobState = 'idle';
+  cycles = 0;
+  /** Delta kinds: what the topic last said about each row key. */
+  readonly last = new Map<string, Emitted>();
+  salesFrom: number | undefined;
+  readonly salesSeen = new Set<string>();
+  historyNextDay: number | undefined;
+  /** Wakes the loop early (stop). */
+  wake = new AbortController();
+  loop: Promise<void> | undefined;
+  constructor(readonly kind: Kind) {}
+}
+
+export class Poller {
+  private readonly jobs: Job[];
+  private readonly limiter: RateLimiter;
+  private readonly circuit: CircuitBreaker;
+  private readonly adapter: Adapter;
+  private readonly stopCtl = new AbortController();
+  private readonly listeners = new Set<(r: CycleResult) => void>();
+
+  constructor(
+    private readonly options: PollerOptions,
+    private readonly deps: PollerDeps,
+  ) {
+    this.adapter = deps.adapter ?? adapterFor(options.market.upstreamFormat);
+    // A kind runs only where the marketplace offers it (registry) and its format can fetch it.
+    const offered = new Set(options.market.capabilities.map((c) => CAPABILITY_KIND[c]));
+    const kinds = (Object.keys(options.intervals) as Kind[]).filter(
+      (k) => this.adapter.kinds.includes(k) && offered.has(k),
+    );
+    this.jobs = kinds.map((k) => new Job(k));
+    this.limiter = new RateLimiter(options.requestsPerSecond);
+    this.circuit = new CircuitBreaker(options.circuitThreshold, options.circuitCoolDownMs);
+  }
+
+  get kinds(): Kind[] {
+    return this.jobs.map((j) => j.kind);
+  }
+
+  states(): Record<string, JobState> {
+    return Object.fromEntries(this.jobs.map((j) => [j.kind, j.state]));
+  }
+
+  /** Called after every cycle (tests wait on it). */
+  onCycle(listener: (r: CycleResult) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  start(): void {
+    for (const job of this.jobs) job.loop = this.run(job);
+  }
+
+  /** Stops every loop: the running request is aborted and its cycle ends with a marker. */
+  async stop(): Promise<void> {
+    for (const j of this.jobs) if (j.state !== 'stopped') j.state = 'stopping';
+    this.stopCtl.abort();
+    for (const j of this.jobs) j.wake.abort();
+    await Promise.all(this.jobs.map((j) => j.loop ?? Promise.resolve()));
+  }
+
+  private async run(job: Job): Promise<void> {
+    const interval = this.options.intervals[job.kind] ?? 300_000;
+    while (!this.stopCtl.signal.aborted) {
+      const wait = this.circuit.waitMs();
+      if (wait > 0) {
+        job.state = 'cooling';
+        this.deps.metrics.circuitOpen.set({ market: this.options.market.slug }, 1);
+        await this.pause(job, wait);
+        continue;
+      }
+      this.deps.metrics.circuitOpen.set({ market: this.options.market.slug }, 0);
+      // A day's close exists only once the day is over (by the upstream's clock).
+      if (job.kind === 'HISTORY' && job.historyNextDay !== undefined && job.historyNextDay >= this.upstreamDay()) {
+        job.state = 'waiting';
+        await this.pause(job, Math.min(interval, 60_000));
+        continue;
+      }
+      job.state = 'polling';
+      let result: CycleResult | undefined;
+      try {
+        result = await this.cycle(job);
+      } catch (err) {
+        this.deps.logger.error({ err, kind: job.kind }, 'cycle crashed');
+      }
+      if (this.stopCtl.signal.aborted) break;
+      const failed = !result || result.marker.outcome === 'FAILED';
+      this.circuit.record(!failed);
+      if (result) for (const l of this.listeners) l(result);
+      job.state = 'waiting';
+      // History catches up day by day without waiting while days are missing.
+      const catchingUp = job.kind === 'HISTORY' && !failed && (job.historyNextDay ?? 0) < this.upstreamDay();
+      await this.pause(job, catchingUp ? 0 : interval);
+    }
+    job.state = 'stopped';
+  }
+
+  private async pause(job: Job, ms: number): Promise<void> {
+    if (ms <= 0) return;
+    try {
+      await sleep(ms, undefined, { signal: job.wake.signal });
+    } catch {
+      // woken by stop()
+    }
+  }
+
+  private upstreamDay(): number {
+    return Math.floor(this.deps.client.upstreamNow() / DAY_MS);
+  }
+
+  /** Runs one cycle of `kind` now, outside the schedule (tests, manual re-polls). */
+  async runOnce(kind: Kind): Promise<CycleResult> {
+    const job = this.jobs.find((j) => j.kind === kind);
+    if (!job) throw new AppError('upstream_rejected', `${this.options.market.slug} does not poll ${kind}`);
+    return this.cycle(job);
+  }
+
+  private async cycle(job: Job): Promise<CycleResult> {
+    const { market } = this.options;
+    const { client, producer, metrics, logger } = this.deps;
+    const kind = job.kind;
+    const labels = { market: market.slug, kind };
+    if (!client.hasClock)
+      await client.syncClock().catch((err: unknown) => logger.warn({ err }, 'upstream clock unknown'));
+    const delta = DELTA_KINDS.has(kind);
+    const full = !delta || job.last.size === 0 || job.cycles % this.options.fullEvery === 0;
+    const startedAt = client.upstreamNow();
+    const timer = metrics.cycleSeconds.startTimer(labels);
+    const input = this.inputFor(job, startedAt);
+    const cycleId =
+      kind === 'HISTORY' && input.day !== undefined
+        ? `${market.slug}:HISTORY:${new Date(input.day * DAY_MS).toISOString().slice(0, 10)}`
+        : `${market.slug}:${kind}:${startedAt}:${job.cycles}`;
+    job.cycles++;
+
+    const codec = await this.codec(kind);
+    const seen = new Map<string, Emitted>();
+    let emitted = 0;
+    let rejected = 0;
+    let duplicates = 0;
+    let error: unknown;
+    const ctx: FetchContext = {
+      client,
+      market: market.slug,
+      signal: this.stopCtl.signal,
+      request: (fn) =>
+        withRetry(fn, {
+          retries: this.options.retries,
+          baseMs: this.options.backoffBaseMs,
+          maxMs: this.options.backoffMaxMs,
+          limiter: this.limiter,
+          signal: this.stopCtl.signal,
+          onRetry: (err, attempt, waitMs) =>
+            logger.warn({ kind, code: err.code, attempt, waitMs, msg: err.message }, 'retrying upstream request'),
+        }),
+    };
+
+    try {
+      for await (const page of this.adapter.pages(kind, ctx, input)) {
+        if (page.rejected.length > 0) {
+          rejected += page.rejected.length;
+          metrics.rejected.inc(labels, page.rejected.length);
+          logger.warn(
+            { kind, rejected: page.rejected.length, first: page.rejected[0]?.reason },
+            'upstream rows refused',
+          );
+        }
+        const observedAt = client.upstreamNow();
+        const out: EventMap[EventKind][] = [];
+        const pageSeen: [string, Emitted][] = [];
+        for (const row of page.rows) {
+          const key = rowKey(kind, row);
+          const e: Emitted = { sig: JSON.stringify(row), row };
+          const before = seen.get(key);
+          if (before) {
+            // An exact repeat (paging overlap) is harmless; the same item with other data means
+            // we cannot tell which is true, so the cycle is not clean.
+            if (before.sig === e.sig) {
+              duplicates++;
+              metrics.duplicates.inc(labels);
+            } else {
+              rejected++;
+              metrics.rejected.inc(labels);
+              logger.warn({ kind, key }, 'conflicting duplicate row');
+            }
+            continue;
+          }
+          if (kind === 'SALES' && job.salesSeen.has(key)) continue;
+          seen.set(key, e);
+          if (!full && job.last.get(key)?.sig === e.sig) continue;
+          out.push(toEvent(kind, market, row, observedAt, cycleId));
+          pageSeen.push([key, e]);
+        }
+        if (out.length > 0) {
+          const res = await producer.send(codec, out);
+          emitted += res.sent;
+          rejected += res.rejected.length;
+          metrics.events.inc(labels, res.sent);
+        }
+        // Only what reached Kafka counts as said.
+        if (delta) for (const [k, e] of pageSeen) job.last.set(k, e);
+        if (kind === 'SALES') for (const [k] of pageSeen) job.salesSeen.add(k);
+      }
+    } catch (err) {
+      error = err;
+    }
+
+    // Removals only from a cycle that saw the whole upstream and refused nothing: an item
+    // missing from a broken or partial answer may well still be listed.
+    if (!error && rejected === 0 && delta) {
+      const gone = [...job.last.entries()].filter(([k]) => !seen.has(k));
+      const removals = gone.map(([, e]) =>
+        toEvent(kind, market, removalOf(kind, e.row), client.upstreamNow(), cycleId),
+      );
+      try {
+        if (removals.length > 0) {
+          const res = await producer.send(codec, removals);
+          emitted += res.sent;
+          metrics.events.inc(labels, res.sent);
+        }
+        for (const [k] of gone) job.last.delete(k);
+      } catch (err) {
+        error = err;
+      }
+    }
+    this.advanceWindows(job, kind, seen, error);
+
+    const outcome: PollCycleEvent['outcome'] = error
+      ? seen.size > 0
+        ? 'PARTIAL'
+        : 'FAILED'
+      : rejected > 0
+        ? 'PARTIAL'
+        : 'COMPLETE';
+    const marker: PollCycleEvent = {
+      market: market.slug,
+      kind: DATA_KIND[kind],
+      cycle_id: cycleId,
+      mode: full ? 'FULL' : 'DELTA',
+      started_at: startedAt,
+      finished_at: client.upstreamNow(),
+      items_seen: seen.size,
+      events_emitted: emitted,
+      outcome,
+      error: error ? describe(error) : rejected > 0 ? `${rejected} upstream rows refused` : null,
+      data_topic: codec.topic,
+      end_offsets: await this.endOffsets(codec.topic),
+    };
+    await this.sendMarker(marker);
+    timer();
+    metrics.cycles.inc({ ...labels, mode: marker.mode, outcome });
+    if (outcome === 'COMPLETE') metrics.lastComplete.set(labels, Date.now() / 1000);
+    const log = outcome === 'COMPLETE' ? logger.info.bind(logger) : logger.warn.bind(logger);
+    log(
+      {
+        kind,
+        cycle: cycleId,
+        mode: marker.mode,
+        outcome,
+        seen: seen.size,
+        emitted,
+        rejected,
+        duplicates,
+        error: marker.error,
+      },
+      'cycle finished',
+    );
+    return { kind, marker, rejected, duplicates };
+  }
+
+  private inputFor(job: Job, now: number): KindInput {
+    if (job.kind === 'SALES') return { window: { from: job.salesFrom ?? now - this.options.salesLookbackMs } };
+    if (job.kind === 'HISTORY') {
+      job.historyNextDay ??= Math.floor(now / DAY_MS) - this.options.historyBackfillDays;
+      return { day: job.historyNextDay };
+    }
+    return {};
+  }
+
+  /** Sales continue from the newest sale seen (a minute of overlap, de-duplicated by id); history moves a day on. */
+  private advanceWindows(job: Job, kind: Kind, seen: Map<string, Emitted>, error: unknown): void {
+    if (kind === 'SALES' && !error) {
+      let newest = job.salesFrom ?? 0;
+      for (const e of seen.values()) newest = Math.max(newest, (e.row as RowMap['SALES']).sold_at);
+      job.salesFrom = Math.max(job.salesFrom ?? 0, newest - 60_000);
+      if (job.salesSeen.size > 200_000) job.salesSeen.clear();
+    }
+    if (kind === 'HISTORY' && !error && job.historyNextDay !== undefined && job.historyNextDay < this.upstreamDay()) {
+      job.historyNextDay++;
+    }
+  }
+
+  private readonly codecs = new Map<string, Promise<TopicCodec<EventKind>>>();
+
+  private codec(kind: Kind | 'MARKER'): Promise<TopicCodec<EventKind>> {
+    const eventKind: EventKind = kind === 'MARKER' ? 'pollCycle' : EVENT_OF[kind];
+    const topic = `${topicFor(eventKind).name}${this.options.topicSuffix}`;
+    let c = this.codecs.get(topic);
+    if (!c) {
+      c = this.deps.serde.codec(topic, eventKind);
+      this.codecs.set(topic, c);
+    }
+    return c;
+  }
+
+  /**
+   * The data topic's high watermarks after the cycle's last send (acks=all): offsets the
+   * consumer must have read before it applies this cycle's end.
+   */
+  private async endOffsets(topic: string): Promise<{ partition: number; offset: number }[]> {
+    try {
+      const offsets = await this.deps.admin.fetchTopicOffsets(topic);
+      return offsets
+        .filter((o) => Number(o.high) > 0)
+        .map((o) => ({ partition: o.partition, offset: Number(o.high) - 1 }));
+    } catch (err) {
+      this.deps.logger.warn({ err, topic }, 'could not read end offsets; marker goes without');
+      return [];
+    }
+  }
+
+  private async sendMarker(marker: PollCycleEvent): Promise<void> {
+    const codec = (await this.codec('MARKER')) as TopicCodec<'pollCycle'>;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.deps.producer.send(codec, [marker]);
+        return;
+      } catch (err) {
+        if (attempt >= 5) throw err;
+        await sleep(500 * attempt);
+      }
+    }
+  }
+}
+
+function describe(err: unknown): string {
+  if (err instanceof AppError) return `${err.code}: ${err.message}`;
+  return err instanceof Error ? err.message : String(err);
+}

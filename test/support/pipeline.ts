@@ -1,0 +1,142 @@
+/**
+ * Fixtures for tests that run the upstream simulator and pollers in-process against the real
+ * Kafka and registry, on topics of their own (the project's names plus a unique suffix).
+ */
+import { getMarket, type MarketSlug } from '@skinprices/domain';
+import { EventConsumer, EventProducer, topicDefinitions, type EventKind, type EventMap } from '@skinprices/events';
+import { UpstreamClient, type Kind } from '@skinprices/marketplaces';
+import { PollerMetrics, Poller, type PollerOptions } from '@skinprices/poller';
+import { createLogger } from '@skinprices/runtime';
+import {
+  Extras,
+  FaultBoard,
+  generateCatalogue,
+  MarketModel,
+  SimClock,
+  Simulator,
+  type RunningSimulator,
+} from '@skinprices/simulator';
+import type { Admin } from 'kafkajs';
+import { type TestStack, uniqueName } from './stack.js';
+
+export interface Sim {
+  running: RunningSimulator;
+  clock: SimClock;
+  faults: FaultBoard;
+  model: MarketModel;
+  control: (method: string, path: string, body?: unknown) => Promise<unknown>;
+}
+
+/** A simulator on free ports with a frozen clock (tests compare exact states). */
+export async function startSimulator(stack: TestStack, size: number, start = Date.UTC(2026, 10, 20, 12)): Promise<Sim> {
+  const catalogue = generateCatalogue({ seed: 7, size });
+  const model = new MarketModel(catalogue, 7);
+  const clock = new SimClock(start, 0);
+  const faults = new FaultBoard();
+  const sim = new Simulator({ model, extras: new Extras(model), clock, faults, logger: createLogger('sim', 'silent') });
+  const running = await sim.start({ host: '127.0.0.1', controlPort: 0, basePort: 0 });
+  stack.defer(() => running.stop());
+  const control = async (method: string, path: string, body?: unknown): Promise<unknown> => {
+    const res = await fetch(`${running.controlUrl}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${await res.text()}`);
+    return res.json();
+  };
+  return { running, clock, faults, model, control };
+}
+
+/** Creates every project topic under `<name><suffix>`; returns the suffix. */
+export async function projectTopics(stack: TestStack): Promise<string> {
+  const suffix = `.${uniqueName('t')}`;
+  for (const t of topicDefinitions()) await stack.topicNamed(`${t.name}${suffix}`, t.event, t.partitions, t.config);
+  return suffix;
+}
+
+export const FAST: Omit<PollerOptions, 'market' | 'intervals' | 'topicSuffix'> = {
+  fullEvery: 12,
+  retries: 3,
+  backoffBaseMs: 20,
+  backoffMaxMs: 200,
+  requestsPerSecond: 500,
+  circuitThreshold: 100,
+  circuitCoolDownMs: 1_000,
+  salesLookbackMs: 3 * 3_600_000,
+  historyBackfillDays: 2,
+};
+
+export async function startPoller(
+  stack: TestStack,
+  sim: Sim,
+  market: MarketSlug,
+  suffix: string,
+  extra: Partial<PollerOptions> & { deadlineMs?: number; timeoutMs?: number } = {},
+): Promise<{ poller: Poller; client: UpstreamClient }> {
+  const client = new UpstreamClient({
+    baseUrl: sim.running.marketUrls[market],
+    market,
+    deadlineMs: extra.deadlineMs ?? 10_000,
+    headersTimeoutMs: extra.timeoutMs ?? 5_000,
+  });
+  const producer = new EventProducer(stack.kafka);
+  await producer.connect();
+  const admin: Admin = stack.kafka.admin();
+  await admin.connect();
+  const m = getMarket(market);
+  const hour = 3_600_000;
+  const intervals: Partial<Record<Kind, number>> = {};
+  for (const k of [
+    'LISTINGS',
+    'BUYORDERS',
+    'FLOAT_RANGED',
+    'FLOAT_BUYORDERS',
+    'SALES',
+    'ORDER_BOOK',
+    'HISTORY',
+  ] as Kind[])
+    intervals[k] = hour;
+  const poller = new Poller(
+    { ...FAST, market: m, intervals, topicSuffix: suffix, ...extra },
+    {
+      client,
+      producer,
+      serde: stack.serde,
+      admin,
+      logger: createLogger(`poller-${market}`, 'silent'),
+      metrics: new PollerMetrics(),
+    },
+  );
+  stack.defer(async () => {
+    await poller.stop();
+    await producer.disconnect();
+    await admin.disconnect();
+    await client.close();
+  });
+  return { poller, client };
+}
+
+/** Reads a topic from the start until `done` says enough (or the timeout passes). */
+export async function readTopic<K extends EventKind>(
+  stack: TestStack,
+  topic: string,
+  kind: K,
+  done: (events: EventMap[K][]) => boolean,
+  timeoutMs = 20_000,
+): Promise<EventMap[K][]> {
+  const codec = await stack.serde.codec(topic, kind);
+  const consumer = new EventConsumer(stack.kafka, [codec], { groupId: stack.groupId() });
+  const events: EventMap[K][] = [];
+  let finish!: () => void;
+  const finished = new Promise<void>((r) => (finish = r));
+  const timer = setTimeout(finish, timeoutMs);
+  await consumer.start(async (batch) => {
+    for (const m of batch.messages) if (m.value) events.push(JSON.parse(JSON.stringify(m.value)) as EventMap[K]);
+    if (done(events)) finish();
+  });
+  await finished;
+  clearTimeout(timer);
+  await consumer.stop();
+  return events;
+}
