@@ -22,13 +22,18 @@ export interface UpstreamClientOptions {
   onResponse?: (info: { path: string; status: number | 'error'; ms: number }) => void;
 }
 
-/** Retry-After as seconds or an HTTP date → milliseconds from now (never negative). */
+/** Longest Retry-After we honour: past it the circuit breaker, not one request, should decide. */
+const MAX_RETRY_AFTER_MS = 10 * 60_000;
+
+/** Retry-After as seconds or an HTTP date → milliseconds from now (never negative, capped). */
 export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
   const v = (Array.isArray(value) ? value[0] : value)?.trim();
   if (v === undefined || v === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.min(MAX_RETRY_AFTER_MS, Math.round(Number(v) * 1000));
+  // Only a real HTTP date (IMF-fixdate): Date.parse alone reads '-1' or 'x 2099' as dates.
+  if (!/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(v)) return undefined;
   const at = Date.parse(v);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  return Number.isNaN(at) ? undefined : Math.min(MAX_RETRY_AFTER_MS, Math.max(0, at - now));
 }
 
 export class UpstreamClient {

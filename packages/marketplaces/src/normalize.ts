@@ -68,17 +68,26 @@ export function optInt(o: Obj, key: string): number | null {
  */
 export function minorPrice(o: Obj, key: string, count: number): string | null {
   const v = o[key];
-  if (v === null || v === undefined) return null;
+  if (v === null || v === undefined) return noPrice(key, count);
   if (v === 0 && count === 0) return null;
   const units = fromMinorUnits(v as number);
   return normalizePrice(toFixedString(units), key);
 }
 
-/** A decimal-string price ("12.5", "3"); null/absent stays null, "0" is refused. */
-export function decimalPrice(o: Obj, key: string): string | null {
+/**
+ * A decimal-string price ("12.5", "3"); "0" is refused. Absent is "none" only when `count` is 0
+ * (pass no count for optional prices such as a fifth listing).
+ */
+export function decimalPrice(o: Obj, key: string, count = 0): string | null {
   const v = o[key];
-  if (v === null || v === undefined) return null;
+  if (v === null || v === undefined) return noPrice(key, count);
   return normalizePrice(v, key);
+}
+
+/** "No price" is a fact only about an item with nothing listed (or bid); otherwise it is a hole. */
+function noPrice(key: string, count: number): null {
+  if (count > 0) throw new AppError('invalid_item', `${key} missing although the count is ${count}`);
+  return null;
 }
 
 /** A float (wear) value as a decimal string in [0, 1], kept with all its digits. */

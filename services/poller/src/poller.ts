@@ -368,7 +368,8 @@ export class Poller {
   }
 
   private inputFor(job: Job, now: number): KindInput {
-    if (job.kind === 'SALES') return { window: { from: job.salesFrom ?? now - this.options.salesLookbackMs } };
+    // The window's end is fixed for the whole cycle: every page must describe the same window.
+    if (job.kind === 'SALES') return { window: { from: job.salesFrom ?? now - this.options.salesLookbackMs, to: now } };
     if (job.kind === 'HISTORY') {
       job.historyNextDay ??= Math.floor(now / DAY_MS) - this.options.historyBackfillDays;
       return { day: job.historyNextDay };

@@ -237,6 +237,10 @@ export class Extras {
 
   /** Completed sales with sold_at in [from, to). */
   sales(market: MarketSlug, from: number, to: number): SaleTruth[] {
+    return this.model.memo(`sales:${market}:${from}:${to}`, to, () => this.salesNow(market, from, to));
+  }
+
+  private salesNow(market: MarketSlug, from: number, to: number): SaleTruth[] {
     const out: SaleTruth[] = [];
     const m = marketIndex(market);
     const stickers = this.model.catalogue.filter((i) => i.category === 'sticker');

@@ -102,9 +102,12 @@ export function duplicateFirst(body: unknown): unknown {
   let done = false;
   const walk = (v: unknown): unknown => {
     if (done) return v;
-    if (Array.isArray(v) && v.length > 0 && typeof v[0] === 'object') {
-      done = true;
-      return [...v, v[0]];
+    if (Array.isArray(v)) {
+      if (v.length > 0 && typeof v[0] === 'object' && v[0] !== null) {
+        done = true;
+        return [...v, v[0]];
+      }
+      return v.map(walk);
     }
     if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
     return v;
@@ -117,6 +120,10 @@ const PRICE_KEY = /price|close|fen|cents/i;
 /** Sets every price-like field to 0 (what a broken upstream sends on a bad day). */
 export function zeroPrices(body: unknown): unknown {
   const walk = (v: unknown, key: string): unknown => {
+    // Order-book graphs: [[price, quantity], …] — the price is the first element.
+    if (/order_graph$/.test(key) && Array.isArray(v)) {
+      return v.map((lvl) => (Array.isArray(lvl) ? [typeof lvl[0] === 'number' ? 0 : '0', ...lvl.slice(1)] : lvl));
+    }
     if (Array.isArray(v)) return v.map((x) => walk(x, key));
     if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, k)]));
     if (

@@ -61,7 +61,8 @@ const PARSERS: { [K in Kind]?: (o: Obj) => RowMap[K] | RowMap[K][] } = {
       phase,
       tier: null,
       price: minorPrice(o, 'buy_max_price_fen', count),
-      blue_price: minorPrice(o, 'blue_buy_max_price_fen', count),
+      // The blue price exists for some items only: absent or 0 is "none", whatever the count.
+      blue_price: minorPrice(o, 'blue_buy_max_price_fen', 0),
       count,
       template_id: int(o, 'template_id', 1),
       type_id: optInt(o, 'type_id'),

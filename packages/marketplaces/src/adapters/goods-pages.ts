@@ -84,7 +84,7 @@ const PARSERS: { [K in Kind]?: (o: Obj) => RowMap[K] } = {
       market_hash_name: tier ? full.replace(TIER_SUFFIX, '') : full,
       phase: phaseOf(o),
       tier,
-      price: decimalPrice(o, 'buy_max_price'),
+      price: decimalPrice(o, 'buy_max_price', int(o, 'buy_num')),
       blue_price: null,
       count: int(o, 'buy_num'),
       template_id: int(o, 'goods_id', 1),
@@ -98,7 +98,7 @@ const PARSERS: { [K in Kind]?: (o: Obj) => RowMap[K] } = {
       ...nameAndPhase(o),
       float_min: floatValue(o, 'float_min') ?? '0',
       float_max: floatValue(o, 'float_max') ?? '1',
-      first_price: count > 0 ? decimalPrice(o, 'first_price') : null,
+      first_price: decimalPrice(o, 'first_price', count),
       fifth_price: count >= 5 ? decimalPrice(o, 'fifth_price') : null,
       count,
       phase_labels: Object.fromEntries(

@@ -23,9 +23,7 @@ export const priceMapAdapter: Adapter = {
       const [name, raw] = entry as readonly [string, unknown];
       const o = asObj(raw, name);
       const count = int(o, 'qty');
-      const price = decimalPrice(o, 'min_price');
-      if (price === null && count > 0)
-        throw new AppError('invalid_item', `${name}: min_price missing with qty ${count}`);
+      const price = decimalPrice(o, 'min_price', count);
       const id = identity(name, optStr(o, 'phase'));
       return {
         ...id,

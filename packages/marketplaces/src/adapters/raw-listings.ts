@@ -25,7 +25,8 @@ export const rawListingsAdapter: Adapter = {
     const seen = new Set<string>();
     const rejected: Rejected[] = [];
     let total = Infinity;
-    for (let offset = 0; offset < total; offset += PAGE) {
+    // Advance by what actually arrived: an upstream that caps pages below PAGE must not make us skip.
+    for (let offset = 0; offset < total;) {
       const page = await ctx.request(async () => {
         const body = asObj(await ctx.client.getJson('/v2/listings', { offset, limit: PAGE }, ctx.signal), 'response');
         const listings = asArray(body.listings, 'listings');
@@ -34,6 +35,7 @@ export const rawListingsAdapter: Adapter = {
         return { listings, total: t };
       });
       total = page.total;
+      offset += page.listings.length;
       const parsed = collect<'LISTINGS'>(page.listings, (raw) => {
         const o = asObj(raw, 'listing');
         const id = str(o, 'listing_id');

@@ -29,7 +29,6 @@ const PARSERS: { [K in Kind]?: { path: string; key: string; parse: (o: Obj) => R
       const name = str(o, 'market_hash_name');
       const count = int(o, 'quantity');
       const price = minorPrice(o, 'price_cents', count);
-      if (price === null && count > 0) throw new AppError('invalid_item', 'price_cents missing');
       return {
         ...identity(name, optStr(o, 'phase')),
         exterior: exteriorFrom(optStr(o, 'exterior'), name),

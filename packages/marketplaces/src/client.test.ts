@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { parseRetryAfter } from './client.js';
+
+const NOW = Date.UTC(2015, 9, 21, 7, 27, 30);
+
+describe('parseRetryAfter', () => {
+  it.each([
+    ['3', 3_000],
+    ['0', 0],
+    ['120', 120_000],
+    [' 3 ', 3_000],
+  ])('reads delay-seconds %j as %d ms', (value, ms) => {
+    expect(parseRetryAfter(value, NOW)).toBe(ms);
+  });
+
+  it.each([
+    ['1.5', 1_500],
+    ['0.25', 250],
+    ['0.0004', 0],
+    ['2.0005', 2_001],
+  ])('reads fractional seconds %j as whole milliseconds %d', (value, ms) => {
+    expect(parseRetryAfter(value, NOW)).toBe(ms);
+  });
+
+  it('reads an HTTP date as the time from the given now', () => {
+    expect(parseRetryAfter('Wed, 21 Oct 2015 07:28:00 GMT', NOW)).toBe(30_000);
+  });
+
+  it('an HTTP date already past means "now": 0, never negative', () => {
+    expect(parseRetryAfter('Wed, 21 Oct 2015 07:20:00 GMT', NOW)).toBe(0);
+  });
+
+  it('uses the first value of a repeated header', () => {
+    expect(parseRetryAfter(['2', '60'], NOW)).toBe(2_000);
+    expect(parseRetryAfter(['Wed, 21 Oct 2015 07:28:00 GMT'], NOW)).toBe(30_000);
+    expect(parseRetryAfter([], NOW)).toBeUndefined();
+  });
+
+  it.each([undefined, '', '   '])('an absent or blank header %j is undefined', (value) => {
+    expect(parseRetryAfter(value, NOW)).toBeUndefined();
+  });
+
+  it.each(['soon', '5s', '1e3', 'NaN', 'two minutes'])('garbage %j is undefined', (value) => {
+    expect(parseRetryAfter(value, NOW)).toBeUndefined();
+  });
+
+  // Neither delay-seconds (RFC 9110: 1*DIGIT) nor an HTTP date, yet V8's lenient Date.parse reads them as
+  // dates in 2001 (or 2099 for 'x 2099'): a bogus header must not turn into "retry at once" or "in 80 years".
+  it.each(['-1', '1,5', 'Retry 1', 'x 2099'])(
+    'a non-date the JS date parser happens to accept %j is undefined',
+    (value) => {
+      expect(parseRetryAfter(value, NOW)).toBeUndefined();
+    },
+  );
+});
