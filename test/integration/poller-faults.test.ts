@@ -62,7 +62,11 @@ describe('pollers under upstream faults', () => {
     const { records } = (await sim.control('GET', `/_sim/truth?market=${market}&kind=listings`)) as {
       records: { market_hash_name: string; phase: string; price: string | null; count: number }[];
     };
-    const want = new Map(records.filter((r) => r.price !== null).map((r) => [`${r.market_hash_name}|${r.phase}`, `${r.price} x${r.count}`]));
+    const want = new Map(
+      records
+        .filter((r) => r.price !== null)
+        .map((r) => [`${r.market_hash_name}|${r.phase}`, `${r.price} x${r.count}`]),
+    );
     const got = new Map(
       [...latest.values()]
         .filter((e) => e.market === market && e.price !== null)
@@ -104,20 +108,23 @@ describe('pollers under upstream faults', () => {
     ['one big document with zero prices', 'eu-a', { kind: 'zeroPrices' }, ['PARTIAL', 'FAILED']],
   ];
 
-  it.each(FAULTS)('%s: marker says so, nothing invented, recovery matches truth', async (_name, market, spec, outcomes) => {
-    const before = all.length;
-    await inject(market, spec);
-    const marker = await cycle(market);
-    expect(outcomes).toContain(marker.outcome);
-    expect(marker.error).not.toBeNull();
-    await consumed();
-    // Whatever the faulty cycle emitted is real upstream data: positive prices only, and
-    // never a removal (an item missing from a broken answer may still be listed).
-    for (const e of all.slice(before)) {
-      expect(e.price === null ? e.count : Number(e.price.replace('.', ''))).toBeGreaterThan(0);
-    }
-    await recover(market);
-  });
+  it.each(FAULTS)(
+    '%s: marker says so, nothing invented, recovery matches truth',
+    async (_name, market, spec, outcomes) => {
+      const before = all.length;
+      await inject(market, spec);
+      const marker = await cycle(market);
+      expect(outcomes).toContain(marker.outcome);
+      expect(marker.error).not.toBeNull();
+      await consumed();
+      // Whatever the faulty cycle emitted is real upstream data: positive prices only, and
+      // never a removal (an item missing from a broken answer may still be listed).
+      for (const e of all.slice(before)) {
+        expect(e.price === null ? e.count : Number(e.price.replace('.', ''))).toBeGreaterThan(0);
+      }
+      await recover(market);
+    },
+  );
 
   it('drops exact duplicates and stays COMPLETE (a paging overlap is not an error)', async () => {
     await inject('cn-b', { kind: 'duplicates' });
