@@ -1,0 +1,25 @@
+import { commonEnv, intFromEnv } from '@skinprices/runtime';
+import { z } from 'zod';
+
+export const materializerConfigSchema = z.object({
+  ...commonEnv,
+  DATABASE_SCHEMA: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/)
+    .default('public')
+    .describe('schema holding the read model (tests use their own)'),
+  GROUP_ID: z.string().min(1).default('materializer').describe('Kafka consumer group and key of stored offsets'),
+  TOPIC_SUFFIX: z.string().default('').describe('appended to every topic name (tests use their own topics)'),
+  PUBLISH_CHANGES: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true')
+    .describe('publish committed changes to price-changes.v1 / prices.current.v1'),
+  OUTBOX_INTERVAL_MS: intFromEnv(10, 60_000).default(200).describe('outbox polling interval'),
+  OUTBOX_BATCH: intFromEnv(1, 100_000).default(5_000).describe('changes published per outbox transaction'),
+  DB_POOL_SIZE: intFromEnv(1, 100).default(6).describe('PostgreSQL connections'),
+});
+export type MaterializerConfig = z.infer<typeof materializerConfigSchema>;
+
+/** Where this service's SQL migrations live. */
+export const MIGRATIONS_DIR = new URL('../migrations/', import.meta.url).pathname;

@@ -1,0 +1,43 @@
+/** Wires the materializer: config → pool, Kafka, serde → Materializer + OutboxPublisher. */
+import { createKafka, EventProducer, EventSerde } from '@skinprices/events';
+import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
+import { createPool, ensureDatabase } from '@skinprices/store';
+import { materializerConfigSchema, MIGRATIONS_DIR } from './config.js';
+import { Materializer } from './materializer.js';
+import { OutboxPublisher } from './outbox.js';
+
+const config = parseConfig(materializerConfigSchema, process.env);
+const logger = createLogger('materializer', config.LOG_LEVEL);
+const shutdown = new ShutdownManager(logger);
+
+await ensureDatabase(config.DATABASE_URL);
+const pool = createPool({
+  databaseUrl: config.DATABASE_URL,
+  schema: config.DATABASE_SCHEMA,
+  max: config.DB_POOL_SIZE,
+  applicationName: 'materializer',
+});
+shutdown.register('pg-pool', () => pool.end());
+const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'materializer' });
+const serde = new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL });
+
+const materializer = new Materializer(
+  { groupId: config.GROUP_ID, topicSuffix: config.TOPIC_SUFFIX, migrationsDir: MIGRATIONS_DIR },
+  { kafka, serde, pool, logger },
+);
+await materializer.start();
+shutdown.register('materializer', () => materializer.stop());
+
+if (config.PUBLISH_CHANGES) {
+  const producer = new EventProducer(kafka);
+  await producer.connect();
+  shutdown.register('kafka-producer', () => producer.disconnect());
+  const outbox = new OutboxPublisher(
+    { topicSuffix: config.TOPIC_SUFFIX, intervalMs: config.OUTBOX_INTERVAL_MS, batchSize: config.OUTBOX_BATCH },
+    { pool, producer, serde, logger },
+  );
+  outbox.start();
+  shutdown.register('outbox', () => outbox.stop());
+}
+shutdown.listen();
+logger.info({ group: config.GROUP_ID, schema: config.DATABASE_SCHEMA }, 'materializer started');

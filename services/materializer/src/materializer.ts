@@ -1,0 +1,90 @@
+/*
+ * The materializer: consumes listings.v1 and poll-cycles.v1 and applies each batch in one
+ * PostgreSQL transaction with its offsets (see apply.ts).
+ *
+ *   created ──start()──▶ migrating ──▶ consuming ──stop()──▶ stopping ──▶ stopped
+ *                                         │  ▲
+ *                              batch fails│  │retry after backoff (kafkajs re-delivers the batch)
+ *                                         ▼  │
+ *                                       erroring
+ *
+ * Kafka's committed offsets are only a starting hint (committed after our transaction);
+ * PostgreSQL's consumer_offsets decide what is new. Offsets are resolved only after the
+ * transaction commits, and not at all for a partition revoked meanwhile (the consumer helper
+ * checks isStale): the new owner starts from PostgreSQL's offsets either way.
+ */
+import { EventConsumer, topicFor, type EventSerde, type TopicCodec } from '@skinprices/events';
+import type { Logger } from '@skinprices/runtime';
+import { migrate, type Pool } from '@skinprices/store';
+import type { Kafka } from 'kafkajs';
+import { applyBatch, type ApplyResult, type MaterializedKind } from './apply.js';
+
+export type MaterializerState = 'created' | 'migrating' | 'consuming' | 'erroring' | 'stopping' | 'stopped';
+
+export interface MaterializerOptions {
+  groupId: string;
+  topicSuffix: string;
+  migrationsDir: string;
+}
+
+export class Materializer {
+  state: MaterializerState = 'created';
+  private consumer: EventConsumer<MaterializedKind> | undefined;
+  private readonly listeners = new Set<(r: ApplyResult & { topic: string }) => void>();
+
+  constructor(
+    private readonly options: MaterializerOptions,
+    private readonly deps: { kafka: Kafka; serde: EventSerde; pool: Pool; logger: Logger },
+  ) {}
+
+  onBatch(listener: (r: ApplyResult & { topic: string }) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async start(): Promise<void> {
+    const { pool, serde, kafka, logger } = this.deps;
+    this.state = 'migrating';
+    const mig = await migrate(pool, this.options.migrationsDir);
+    if (mig.applied.length > 0) logger.info({ applied: mig.applied.map((m) => m.version) }, 'migrations applied');
+    const listing = await serde.codec(`${topicFor('listing').name}${this.options.topicSuffix}`, 'listing');
+    const marker = await serde.codec(`${topicFor('pollCycle').name}${this.options.topicSuffix}`, 'pollCycle');
+    const kindOf = new Map<string, MaterializedKind>([
+      [listing.topic, 'listing'],
+      [marker.topic, 'pollCycle'],
+    ]);
+    this.consumer = new EventConsumer(kafka, [listing, marker] as TopicCodec<MaterializedKind>[], {
+      groupId: this.options.groupId,
+      fromBeginning: true,
+    });
+    this.state = 'consuming';
+    await this.consumer.start(async (batch) => {
+      const client = await pool.connect();
+      try {
+        const result = await applyBatch(
+          client,
+          this.options.groupId,
+          kindOf.get(batch.topic) as MaterializedKind,
+          batch,
+        );
+        if (this.state === 'erroring') this.state = 'consuming';
+        for (const l of this.listeners) l({ ...result, topic: batch.topic });
+        if (result.deadLetters > 0)
+          logger.error({ topic: batch.topic, count: result.deadLetters }, 'records sent to dead_letters');
+      } catch (err) {
+        // Throwing makes kafkajs retry the batch (with its backoff); nothing was committed.
+        this.state = 'erroring';
+        logger.warn({ err, topic: batch.topic, partition: batch.partition }, 'batch failed; will be retried');
+        throw err;
+      } finally {
+        client.release();
+      }
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.state = 'stopping';
+    await this.consumer?.stop();
+    this.state = 'stopped';
+  }
+}
