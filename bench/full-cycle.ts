@@ -30,7 +30,7 @@ const registryUrl = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/ap
 const controlPort = 7300;
 const basePort = 7301;
 
-const sim = spawn('node_modules/.bin/tsx', ['services/simulator/src/main.ts'], {
+const sim = spawn(process.execPath, ['--import', 'tsx', 'services/simulator/src/main.ts'], {
   env: {
     ...process.env,
     SIM_CONTROL_PORT: String(controlPort),

@@ -17,7 +17,7 @@ describe('poller process', () => {
     const sim = await startSimulator(stack, 200);
     const suffix = await projectTopics(stack);
     const metricsPort = 17_000 + Math.floor(Math.random() * 1000);
-    const child = spawn('node_modules/.bin/tsx', ['services/poller/src/main.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'services/poller/src/main.ts'], {
       env: {
         ...process.env,
         MARKET: 'eu-a',
@@ -65,7 +65,7 @@ describe('poller process', () => {
   }, 90_000);
 
   it('refuses to start with a bad configuration, naming the variable', async () => {
-    const child = spawn('node_modules/.bin/tsx', ['services/poller/src/main.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'services/poller/src/main.ts'], {
       env: { ...process.env, MARKET: 'cn-z', UPSTREAM_BASE_URL: 'not a url' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -136,6 +136,11 @@ export interface ConsumerOptions {
    * its offsets in PostgreSQL with the rows. @default true
    */
   autoCommit?: boolean;
+  /**
+   * How long the group waits for a silent member (a killed process) before giving its
+   * partitions to another. @default 30000 (the broker's minimum is 6000)
+   */
+  sessionTimeoutMs?: number;
 }
 
 /** A consumer of one or more topics that hands the handler decoded batches, one partition at a time. */
@@ -148,7 +153,13 @@ export class EventConsumer<K extends EventKind> {
     codecs: readonly TopicCodec<K>[],
     private readonly options: ConsumerOptions,
   ) {
-    this.consumer = kafka.consumer({ groupId: options.groupId, allowAutoTopicCreation: false });
+    const sessionTimeout = options.sessionTimeoutMs ?? 30_000;
+    this.consumer = kafka.consumer({
+      groupId: options.groupId,
+      allowAutoTopicCreation: false,
+      sessionTimeout,
+      heartbeatInterval: Math.max(500, Math.floor(sessionTimeout / 6)),
+    });
     this.byTopic = new Map(codecs.map((c) => [c.topic, c]));
   }
 

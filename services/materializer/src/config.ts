@@ -17,6 +17,9 @@ export const materializerConfigSchema = z.object({
     .describe('publish committed changes to price-changes.v1 / prices.current.v1'),
   OUTBOX_INTERVAL_MS: intFromEnv(10, 60_000).default(200).describe('outbox polling interval'),
   OUTBOX_BATCH: intFromEnv(1, 100_000).default(5_000).describe('changes published per outbox transaction'),
+  CONSUMER_SESSION_TIMEOUT_MS: intFromEnv(6_000, 300_000)
+    .default(30_000)
+    .describe('how long Kafka waits for a silent (crashed) materializer before reassigning its partitions'),
   DB_POOL_SIZE: intFromEnv(1, 100).default(6).describe('PostgreSQL connections'),
 });
 export type MaterializerConfig = z.infer<typeof materializerConfigSchema>;

@@ -22,7 +22,12 @@ const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'materializ
 const serde = new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL });
 
 const materializer = new Materializer(
-  { groupId: config.GROUP_ID, topicSuffix: config.TOPIC_SUFFIX, migrationsDir: MIGRATIONS_DIR },
+  {
+    groupId: config.GROUP_ID,
+    topicSuffix: config.TOPIC_SUFFIX,
+    migrationsDir: MIGRATIONS_DIR,
+    sessionTimeoutMs: config.CONSUMER_SESSION_TIMEOUT_MS,
+  },
   { kafka, serde, pool, logger },
 );
 await materializer.start();

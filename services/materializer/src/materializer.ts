@@ -25,6 +25,8 @@ export interface MaterializerOptions {
   groupId: string;
   topicSuffix: string;
   migrationsDir: string;
+  /** @default 30000 */
+  sessionTimeoutMs?: number;
 }
 
 export class Materializer {
@@ -56,6 +58,7 @@ export class Materializer {
     this.consumer = new EventConsumer(kafka, [listing, marker] as TopicCodec<MaterializedKind>[], {
       groupId: this.options.groupId,
       fromBeginning: true,
+      ...(this.options.sessionTimeoutMs ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {}),
     });
     this.state = 'consuming';
     await this.consumer.start(async (batch) => {

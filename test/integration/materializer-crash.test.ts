@@ -1,0 +1,141 @@
+/**
+ * A crash never loses or doubles an event's effect: the materializer process is SIGKILLed at
+ * random moments while it works through the topics, restarted each time, and its tables then
+ * equal those of an undisturbed materializer that read the same topics.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { topicFor } from '@skinprices/events';
+import { Materializer, MIGRATIONS_DIR } from '@skinprices/materializer';
+import { createLogger } from '@skinprices/runtime';
+import type { Pool } from '@skinprices/store';
+import { afterAll, describe, expect, it } from 'vitest';
+import { projectTopics, startPoller, startSimulator } from '../support/pipeline.js';
+import { TestStack } from '../support/stack.js';
+
+/** Order-independent fingerprints of every table the materializer owns (ids and wall-clock times left out). */
+const TABLES: Record<string, string> = {
+  listings_current:
+    'SELECT market, market_hash_name, phase, currency, price, count, exterior, stattrak, souvenir, template_id, observed_at, cycle_id FROM listings_current',
+  listing_hourly: 'SELECT market, market_hash_name, phase, hour, price, count, observed_at FROM listing_hourly',
+  listing_daily: 'SELECT market, market_hash_name, phase, day, close, count, observed_at FROM listing_daily',
+  price_change_outbox:
+    'SELECT market, market_hash_name, phase, old_price, new_price, old_count, new_count, observed_at FROM price_change_outbox',
+  poll_cycles: 'SELECT cycle_id, outcome, mode, applied_at IS NOT NULL AS applied FROM poll_cycles',
+  market_freshness:
+    'SELECT market, kind, last_cycle_id, last_outcome, last_complete_at, consecutive_failed FROM market_freshness',
+};
+
+async function fingerprints(pool: Pool): Promise<Record<string, { rows: number; md5: string }>> {
+  const out: Record<string, { rows: number; md5: string }> = {};
+  for (const [table, sql] of Object.entries(TABLES)) {
+    const { rows } = await pool.query<{ rows: number; md5: string }>(
+      `SELECT count(*)::int AS rows, md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS md5 FROM (${sql}) t`,
+    );
+    out[table] = rows[0] as { rows: number; md5: string };
+  }
+  return out;
+}
+
+describe('materializer crash safety', () => {
+  const stack = new TestStack();
+  afterAll(() => stack.cleanup());
+
+  it('SIGKILL at random points, restart, repeat: the tables equal an undisturbed run', async () => {
+    const sim = await startSimulator(stack, 2000);
+    const suffix = await projectTopics(stack);
+    // Workload: eight rounds of full cycles on four marketplaces, the clock moving 5 h a round.
+    const markets = ['cn-a', 'cn-b', 'eu-a', 'usd-1'] as const;
+    const pollers = await Promise.all(
+      markets.map(async (m) => (await startPoller(stack, sim, m, suffix, { fullEvery: 1 })).poller),
+    );
+    let events = 0;
+    for (let round = 0; round < 8; round++) {
+      for (const p of pollers) events += (await p.runOnce('LISTINGS')).marker.events_emitted;
+      await sim.control('POST', '/_sim/clock', { advanceMs: 5 * 3_600_000 });
+    }
+    expect(events).toBeGreaterThan(40_000);
+
+    // The undisturbed reference, in-process, in its own schema and group.
+    const reference = await stack.schema();
+    const ref = new Materializer(
+      { groupId: stack.groupId(), topicSuffix: suffix, migrationsDir: MIGRATIONS_DIR },
+      { kafka: stack.kafka, serde: stack.serde, pool: reference.pool, logger: createLogger('ref', 'silent') },
+    );
+    await ref.start();
+    stack.defer(() => ref.stop());
+
+    // The victim: a real process, killed with SIGKILL while it works, restarted each time.
+    const victim = await stack.schema();
+    const group = stack.groupId();
+    let child: ChildProcess | undefined;
+    const launch = (): ChildProcess =>
+      spawn(process.execPath, ['--import', 'tsx', 'services/materializer/src/main.ts'], {
+        env: {
+          ...process.env,
+          DATABASE_URL: stack.env.databaseUrl,
+          DATABASE_SCHEMA: victim.name,
+          KAFKA_BROKERS: stack.env.brokers,
+          SCHEMA_REGISTRY_URL: stack.env.registryUrl,
+          GROUP_ID: group,
+          TOPIC_SUFFIX: suffix,
+          PUBLISH_CHANGES: 'false',
+          CONSUMER_SESSION_TIMEOUT_MS: '6000',
+          LOG_LEVEL: 'error',
+        },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+    stack.defer(async () => {
+      if (child && child.exitCode === null) child.kill('SIGKILL');
+    });
+
+    const applied = async (pool: Pool): Promise<number> => {
+      const { rows } = await pool
+        .query<{ n: string }>(
+          `SELECT coalesce(sum(next_offset), 0)::text AS n FROM consumer_offsets WHERE topic = $1`,
+          [`${topicFor('listing').name}${suffix}`],
+        )
+        .catch(() => ({ rows: [{ n: '0' }] }));
+      return Number(rows[0]?.n ?? 0);
+    };
+
+    const kills: number[] = [];
+    for (let k = 0; k < 5; k++) {
+      child = launch();
+      // Kill once it has made progress since the last start (so the kill lands mid-stream).
+      const start = await applied(victim.pool);
+      const deadline = Date.now() + 60_000;
+      while ((await applied(victim.pool)) === start && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 150)));
+      if ((await applied(victim.pool)) >= events) break;
+      child.kill('SIGKILL');
+      await new Promise((r) => child!.once('exit', r));
+      kills.push(await applied(victim.pool));
+    }
+    console.info(`killed at ${kills.join(', ')} of ${events} listing events applied`);
+    expect(kills.length).toBeGreaterThanOrEqual(3);
+    // At least some kills landed before the end, with work still to do.
+    expect(kills.filter((n) => n < events).length).toBeGreaterThanOrEqual(3);
+
+    // A SIGKILLed child has exitCode null and signalCode set.
+    if (!child || child.exitCode !== null || child.signalCode !== null) child = launch();
+    const done = Date.now() + 90_000;
+    while (Date.now() < done) {
+      if ((await applied(victim.pool)) >= events && (await applied(reference.pool)) >= events) {
+        const [a, b] = [await fingerprints(victim.pool), await fingerprints(reference.pool)];
+        if (JSON.stringify(a) === JSON.stringify(b)) break;
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    console.info(
+      `applied: victim ${await applied(victim.pool)}, reference ${await applied(reference.pool)} of ${events}`,
+    );
+    const victimPrints = await fingerprints(victim.pool);
+    expect(victimPrints.listings_current!.rows).toBeGreaterThan(1000);
+    expect(victimPrints.price_change_outbox!.rows).toBeGreaterThan(1000);
+    expect(victimPrints).toEqual(await fingerprints(reference.pool));
+    const exited = new Promise((r) => child!.once('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  }, 300_000);
+});
