@@ -3,8 +3,9 @@
  * registry: the decoded events must equal the simulator's truth.
  */
 import { getMarket, MARKETS, type MarketSlug } from '@skinprices/domain';
-import { topicFor, type EventKind, type EventMap, type PollCycleEvent } from '@skinprices/events';
+import { topicFor, type EventMap, type PollCycleEvent } from '@skinprices/events';
 import type { Kind } from '@skinprices/marketplaces';
+import { EVENT_OF } from '@skinprices/poller';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectTopics, readTopic, startPoller, startSimulator, type Sim } from '../support/pipeline.js';
 import { TestStack } from '../support/stack.js';
@@ -19,15 +20,6 @@ const KIND_TRUTH: Partial<Record<Kind, string>> = {
   SALES: 'sales',
   ORDER_BOOK: 'order-book',
   HISTORY: 'history',
-};
-const KIND_EVENT: Record<Kind, EventKind> = {
-  LISTINGS: 'listing',
-  BUYORDERS: 'buyorder',
-  FLOAT_RANGED: 'floatRanged',
-  FLOAT_BUYORDERS: 'floatBuyorder',
-  SALES: 'sale',
-  ORDER_BOOK: 'orderBook',
-  HISTORY: 'historyPoint',
 };
 
 /** What of an event the truth speaks about, per kind (identity plus values). */
@@ -128,7 +120,7 @@ describe('pollers against the simulator, through Kafka', () => {
   );
 
   it.each(cases)('%s %s: decoded events equal the simulator truth', async (market, kind) => {
-    const eventKind = KIND_EVENT[kind];
+    const eventKind = EVENT_OF[kind];
     const topic = `${topicFor(eventKind).name}${suffix}`;
     const marker = markers.find((m) => m.market === market && m.kind === kind);
     expect(marker).toBeDefined();

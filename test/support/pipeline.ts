@@ -3,7 +3,14 @@
  * Kafka and registry, on topics of their own (the project's names plus a unique suffix).
  */
 import { getMarket, type MarketSlug } from '@skinprices/domain';
-import { EventConsumer, EventProducer, topicDefinitions, type EventKind, type EventMap } from '@skinprices/events';
+import {
+  DATA_KINDS,
+  EventConsumer,
+  EventProducer,
+  topicDefinitions,
+  type EventKind,
+  type EventMap,
+} from '@skinprices/events';
 import { UpstreamClient, type Kind } from '@skinprices/marketplaces';
 import { PollerMetrics, Poller, type PollerOptions } from '@skinprices/poller';
 import { createLogger } from '@skinprices/runtime';
@@ -87,16 +94,7 @@ export async function startPoller(
   const m = getMarket(market);
   const hour = 3_600_000;
   const intervals: Partial<Record<Kind, number>> = {};
-  for (const k of [
-    'LISTINGS',
-    'BUYORDERS',
-    'FLOAT_RANGED',
-    'FLOAT_BUYORDERS',
-    'SALES',
-    'ORDER_BOOK',
-    'HISTORY',
-  ] as Kind[])
-    intervals[k] = hour;
+  for (const k of DATA_KINDS) intervals[k] = hour;
   const poller = new Poller(
     { ...FAST, market: m, intervals, topicSuffix: suffix, ...extra },
     {

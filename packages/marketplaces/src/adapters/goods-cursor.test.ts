@@ -1,9 +1,10 @@
-import { AppError, isRetryable } from '@skinprices/domain';
+import { isRetryable } from '@skinprices/domain';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { FetchContext, KindInput } from '../adapter.js';
 import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
+import { failure } from '../testing/fake-upstream.js';
 import { goodsCursorAdapter } from './goods-cursor.js';
 
 // ---- a fake CN-A upstream: canned bodies keyed by path and cursor, no network ----
@@ -64,15 +65,6 @@ async function listingsOf(items: unknown[]) {
   const [page, ...more] = await fetchAll('LISTINGS', ctx);
   expect(more).toEqual([]);
   return page!;
-}
-
-async function failure(p: Promise<unknown>): Promise<AppError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
 }
 
 const REDLINE = 'AK-47 | Redline (Field-Tested)';

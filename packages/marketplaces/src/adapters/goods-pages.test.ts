@@ -1,8 +1,9 @@
-import { AppError, PHASES } from '@skinprices/domain';
+import { PHASES } from '@skinprices/domain';
 import { describe, expect, it } from 'vitest';
 import type { FetchContext, KindInput } from '../adapter.js';
 import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
+import { failure } from '../testing/fake-upstream.js';
 import { goodsPagesAdapter, PHASE_BY_TAG_ID } from './goods-pages.js';
 
 // ---- a fake CN-B upstream: canned bodies keyed by path and page_num, no network ----
@@ -46,15 +47,6 @@ async function onePage<K extends Kind>(kind: K, path: string, items: unknown[], 
   const pages = await fetchAll(kind, ctx, input);
   expect(pages).toHaveLength(1);
   return pages[0]!;
-}
-
-async function failure(p: Promise<unknown>): Promise<AppError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
 }
 
 const REDLINE = 'AK-47 | Redline (Field-Tested)';

@@ -1,8 +1,9 @@
-import { AppError, DAY_MS } from '@skinprices/domain';
+import { DAY_MS } from '@skinprices/domain';
 import { describe, expect, it } from 'vitest';
 import type { FetchContext, KindInput } from '../adapter.js';
 import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
+import { failure, fetchAll as fetchPages } from '../testing/fake-upstream.js';
 import { historyAdapter } from './history.js';
 
 // ---- a fake HIST-A upstream: canned bodies keyed by date and page, no network ----
@@ -23,20 +24,8 @@ function fakeContext(bodies: Record<string, unknown>) {
   return { ctx, calls };
 }
 
-async function fetchAll<K extends Kind>(kind: K, ctx: FetchContext, input: KindInput): Promise<Page<K>[]> {
-  const pages: Page<K>[] = [];
-  for await (const page of historyAdapter.pages(kind, ctx, input)) pages.push(page);
-  return pages;
-}
-
-async function failure(p: Promise<unknown>): Promise<AppError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
-}
+const fetchAll = <K extends Kind>(kind: K, ctx: FetchContext, input: KindInput): Promise<Page<K>[]> =>
+  fetchPages(historyAdapter, kind, ctx, input);
 
 /** 2024-03-01 as days since the epoch. */
 const DAY = Date.UTC(2024, 2, 1) / DAY_MS;

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { FetchContext } from '../adapter.js';
 import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
+import { fetchAll as fetchPages } from '../testing/fake-upstream.js';
 import { priceMapAdapter } from './price-map.js';
 
 // ---- a fake EU-A upstream: one canned document, no network ----
@@ -22,11 +23,8 @@ function fakeContext(doc: unknown) {
   return { ctx, calls };
 }
 
-async function fetchAll<K extends Kind>(kind: K, ctx: FetchContext): Promise<Page<K>[]> {
-  const pages: Page<K>[] = [];
-  for await (const page of priceMapAdapter.pages(kind, ctx, {})) pages.push(page);
-  return pages;
-}
+const fetchAll = <K extends Kind>(kind: K, ctx: FetchContext): Promise<Page<K>[]> =>
+  fetchPages(priceMapAdapter, kind, ctx, {});
 
 async function pageOf(doc: unknown) {
   const { ctx, calls } = fakeContext(doc);

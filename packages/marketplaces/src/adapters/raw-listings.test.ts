@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { FetchContext } from '../adapter.js';
 import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
+import { failure, fetchAll as fetchPages } from '../testing/fake-upstream.js';
 import { rawListingsAdapter, splitPhase } from './raw-listings.js';
 
 // ---- a fake CN-D upstream: canned pages keyed by offset, no network ----
@@ -41,19 +42,8 @@ const listing = (listing_id: string, name: string, price: string) => ({ listing_
 const filler = (n: number, from = 0) =>
   Array.from({ length: n }, (_, k) => listing(`f-${from + k}`, 'P250 | Sand Dune (Field-Tested)', '0.05'));
 
-async function fetchAll<K extends Kind>(kind: K, ctx: FetchContext, pages: Page<K>[] = []): Promise<Page<K>[]> {
-  for await (const page of rawListingsAdapter.pages(kind, ctx, {})) pages.push(page);
-  return pages;
-}
-
-async function failure(p: Promise<unknown>): Promise<AppError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
-}
+const fetchAll = <K extends Kind>(kind: K, ctx: FetchContext, pages: Page<K>[] = []): Promise<Page<K>[]> =>
+  fetchPages(rawListingsAdapter, kind, ctx, {}, pages);
 
 const KARAMBIT = '★ Karambit | Doppler (Factory New)';
 const REDLINE = 'AK-47 | Redline (Field-Tested)';

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { FetchContext } from '../adapter.js';
 import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
+import { fetchAll as fetchPages } from '../testing/fake-upstream.js';
 import { storeAdapter } from './store.js';
 
 // ---- a fake STORE upstream: canned bodies keyed by path and start, no network ----
@@ -23,11 +24,8 @@ function fakeContext(bodies: Record<string, unknown>) {
   return { ctx, calls };
 }
 
-async function fetchAll<K extends Kind>(kind: K, ctx: FetchContext): Promise<Page<K>[]> {
-  const pages: Page<K>[] = [];
-  for await (const page of storeAdapter.pages(kind, ctx, {})) pages.push(page);
-  return pages;
-}
+const fetchAll = <K extends Kind>(kind: K, ctx: FetchContext): Promise<Page<K>[]> =>
+  fetchPages(storeAdapter, kind, ctx, {});
 
 const answer = (results: unknown[], start = 0, total_count = results.length) => ({
   success: true,
