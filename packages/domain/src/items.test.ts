@@ -2,6 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   catalogueKey,
+  DOPPLER_PHASES,
+  GAMMA_DOPPLER_PHASES,
   exteriorOfName,
   flagsOfName,
   normalizeExterior,
@@ -32,6 +34,13 @@ describe('normalizePhase', () => {
   it('refuses an unknown phase instead of merging it into "no phase"', () => {
     expect(() => normalizePhase('Phase 5')).toThrow(/unknown phase/);
     expect(() => normalizePhase('Diamond')).toThrow(/unknown phase/);
+  });
+});
+
+describe('Doppler phase sets', () => {
+  it('Doppler has four phases and three gems; Gamma Doppler four phases and Emerald', () => {
+    expect(DOPPLER_PHASES).toEqual(['Phase 1', 'Phase 2', 'Phase 3', 'Phase 4', 'Ruby', 'Sapphire', 'Black Pearl']);
+    expect(GAMMA_DOPPLER_PHASES).toEqual(['Phase 1', 'Phase 2', 'Phase 3', 'Phase 4', 'Emerald']);
   });
 });
 

@@ -15,6 +15,10 @@ export const PHASES = [
   'Emerald',
 ] as const;
 export type Phase = (typeof PHASES)[number];
+/** The phases a Doppler finish comes in (no Emerald), and a Gamma Doppler (Emerald, no other gem). */
+export const DOPPLER_PHASES: readonly Phase[] = PHASES.filter((p) => p !== 'Emerald');
+export const GAMMA_DOPPLER_PHASES: readonly Phase[] = [...PHASES.filter((p) => p.startsWith('Phase ')), 'Emerald'];
+
 /** `''` means "no phase"; we store and emit the empty string, the API may show null. */
 export type PhaseOrNone = Phase | '';
 

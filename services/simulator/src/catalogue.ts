@@ -12,7 +12,14 @@
  * cases, agents, charms, other) gets at least one name, the rest is shared in proportion to the
  * real catalogue's mix. A prefix would give a 300-name catalogue of AK-47s only.
  */
-import { EXTERIORS, type Exterior, type Phase, type PhaseOrNone } from '@skinprices/domain';
+import {
+  DOPPLER_PHASES,
+  EXTERIORS,
+  GAMMA_DOPPLER_PHASES,
+  type Exterior,
+  type Phase,
+  type PhaseOrNone,
+} from '@skinprices/domain';
 
 export type ItemCategory = 'weapon' | 'knife' | 'gloves' | 'sticker' | 'case' | 'agent' | 'charm' | 'other';
 
@@ -211,16 +218,6 @@ function entry(init: EntryInit): Entry {
 }
 
 const NO_PHASE: readonly PhaseOrNone[] = [''];
-const DOPPLER_PHASES: readonly Phase[] = [
-  'Phase 1',
-  'Phase 2',
-  'Phase 3',
-  'Phase 4',
-  'Ruby',
-  'Sapphire',
-  'Black Pearl',
-];
-const GAMMA_DOPPLER_PHASES: readonly Phase[] = ['Phase 1', 'Phase 2', 'Phase 3', 'Phase 4', 'Emerald'];
 
 /** Price multiplier of a phase over the finish's median; the gems are what traders chase. */
 const PHASE_PREMIUM: Readonly<Record<Phase, number>> = {
