@@ -2,18 +2,11 @@ import { isRetryable } from '@skinprices/domain';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { FetchContext, KindInput } from '../adapter.js';
-import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
-import { failure } from '../testing/fake-upstream.js';
+import { failure, fakeUpstream, type Query } from '../testing/fake-upstream.js';
 import { goodsCursorAdapter } from './goods-cursor.js';
 
 // ---- a fake CN-A upstream: canned bodies keyed by path and cursor, no network ----
-
-type Query = Record<string, string | number | undefined>;
-interface Call {
-  path: string;
-  query: Query;
-}
 
 const direct: FetchContext['request'] = (fn) => fn();
 
@@ -27,17 +20,8 @@ const retryOnce: FetchContext['request'] = async (fn) => {
   }
 };
 
-function fakeContext(answer: (path: string, query: Query) => unknown, request = direct) {
-  const calls: Call[] = [];
-  const client = {
-    getJson: async (path: string, query: Query = {}) => {
-      calls.push({ path, query });
-      return answer(path, query);
-    },
-  } as unknown as UpstreamClient;
-  const ctx: FetchContext = { client, market: 'cn-a', request };
-  return { ctx, calls };
-}
+const fakeContext = (answer: (path: string, query: Query) => unknown, request = direct) =>
+  fakeUpstream('cn-a', answer, request);
 
 /** Answers `path` with `bodies[cursor]`, '' being the first page (asked without a cursor). */
 function byCursor(path: string, bodies: Record<string, unknown>) {

@@ -1,26 +1,13 @@
 import { PHASES } from '@skinprices/domain';
 import { describe, expect, it } from 'vitest';
 import type { FetchContext, KindInput } from '../adapter.js';
-import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
-import { failure } from '../testing/fake-upstream.js';
+import { failure, fakeUpstream, type Query } from '../testing/fake-upstream.js';
 import { goodsPagesAdapter, PHASE_BY_TAG_ID } from './goods-pages.js';
 
 // ---- a fake CN-B upstream: canned bodies keyed by path and page_num, no network ----
 
-type Query = Record<string, string | number | undefined>;
-
-function fakeContext(answer: (path: string, query: Query) => unknown) {
-  const calls: { path: string; query: Query }[] = [];
-  const client = {
-    getJson: async (path: string, query: Query = {}) => {
-      calls.push({ path, query });
-      return answer(path, query);
-    },
-  } as unknown as UpstreamClient;
-  const ctx: FetchContext = { client, market: 'cn-b', request: (fn) => fn() };
-  return { ctx, calls };
-}
+const fakeContext = (answer: (path: string, query: Query) => unknown) => fakeUpstream('cn-b', answer);
 
 /** Answers `path` with `bodies[page_num]`. */
 function byPage(path: string, bodies: Record<number, unknown>) {

@@ -1,28 +1,17 @@
 import { DAY_MS } from '@skinprices/domain';
 import { describe, expect, it } from 'vitest';
 import type { FetchContext, KindInput } from '../adapter.js';
-import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
-import { failure, fetchAll as fetchPages } from '../testing/fake-upstream.js';
+import { failure, fetchAll as fetchPages, fakeUpstream, keyedBodies } from '../testing/fake-upstream.js';
 import { historyAdapter } from './history.js';
 
 // ---- a fake HIST-A upstream: canned bodies keyed by date and page, no network ----
 
-type Query = Record<string, string | number | undefined>;
-
-function fakeContext(bodies: Record<string, unknown>) {
-  const calls: { path: string; query: Query }[] = [];
-  const client = {
-    getJson: async (path: string, query: Query = {}) => {
-      calls.push({ path, query });
-      const key = `${path}?date=${String(query.date)}&page=${String(query.page)}`;
-      if (!(key in bodies)) throw new Error(`unexpected request ${key}`);
-      return bodies[key];
-    },
-  } as unknown as UpstreamClient;
-  const ctx: FetchContext = { client, market: 'hist-a', request: (fn) => fn() };
-  return { ctx, calls };
-}
+const fakeContext = (bodies: Record<string, unknown>) =>
+  fakeUpstream(
+    'hist-a',
+    keyedBodies(bodies, (path, q) => `${path}?date=${String(q.date)}&page=${String(q.page)}`),
+  );
 
 const fetchAll = <K extends Kind>(kind: K, ctx: FetchContext, input: KindInput): Promise<Page<K>[]> =>
   fetchPages(historyAdapter, kind, ctx, input);

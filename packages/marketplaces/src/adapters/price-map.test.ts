@@ -1,27 +1,17 @@
 import { AppError } from '@skinprices/domain';
 import { describe, expect, it } from 'vitest';
 import type { FetchContext } from '../adapter.js';
-import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
-import { fetchAll as fetchPages } from '../testing/fake-upstream.js';
+import { fetchAll as fetchPages, fakeUpstream } from '../testing/fake-upstream.js';
 import { priceMapAdapter } from './price-map.js';
 
 // ---- a fake EU-A upstream: one canned document, no network ----
 
-type Query = Record<string, string | number | undefined>;
-
-function fakeContext(doc: unknown) {
-  const calls: { path: string; query: Query }[] = [];
-  const client = {
-    getJson: async (path: string, query: Query = {}) => {
-      calls.push({ path, query });
-      if (path !== '/api/v1/prices') throw new Error(`unexpected path ${path}`);
-      return doc;
-    },
-  } as unknown as UpstreamClient;
-  const ctx: FetchContext = { client, market: 'eu-a', request: (fn) => fn() };
-  return { ctx, calls };
-}
+const fakeContext = (doc: unknown) =>
+  fakeUpstream('eu-a', (path) => {
+    if (path !== '/api/v1/prices') throw new Error(`unexpected path ${path}`);
+    return doc;
+  });
 
 const fetchAll = <K extends Kind>(kind: K, ctx: FetchContext): Promise<Page<K>[]> =>
   fetchPages(priceMapAdapter, kind, ctx, {});

@@ -1,30 +1,16 @@
 import { AppError } from '@skinprices/domain';
 import { describe, expect, it } from 'vitest';
 import type { FetchContext } from '../adapter.js';
-import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
-import { failure, fetchAll as fetchPages } from '../testing/fake-upstream.js';
+import { failure, fetchAll as fetchPages, fakeUpstream, type Query } from '../testing/fake-upstream.js';
 import { rawListingsAdapter, splitPhase } from './raw-listings.js';
 
 // ---- a fake CN-D upstream: canned pages keyed by offset, no network ----
 
-type Query = Record<string, string | number | undefined>;
-
 /** The adapter's page size: the second page starts at offset 5000. */
 const PAGE = 5000;
 
-function fakeContext(answer: (path: string, query: Query) => unknown) {
-  const calls: Query[] = [];
-  const client = {
-    getJson: async (path: string, query: Query = {}) => {
-      calls.push(query);
-      if (path !== '/v2/listings') throw new Error(`unexpected path ${path}`);
-      return answer(path, query);
-    },
-  } as unknown as UpstreamClient;
-  const ctx: FetchContext = { client, market: 'cn-d', request: (fn) => fn() };
-  return { ctx, calls };
-}
+const fakeContext = (answer: (path: string, query: Query) => unknown) => fakeUpstream('cn-d', answer);
 
 /** Serves `pages[i]` at offset i × 5000, each claiming the given total. */
 function byOffset(pages: unknown[][], total = pages.reduce((n, p) => n + p.length, 0)) {
@@ -71,8 +57,8 @@ describe('raw-listings adapter (CN-D / EU-B)', () => {
     );
     const pages = await fetchAll('LISTINGS', ctx);
     expect(calls).toEqual([
-      { offset: 0, limit: PAGE },
-      { offset: PAGE, limit: PAGE },
+      { path: '/v2/listings', query: { offset: 0, limit: PAGE } },
+      { path: '/v2/listings', query: { offset: PAGE, limit: PAGE } },
     ]);
     expect(pages).toHaveLength(1);
     expect(pages[0]).toEqual({

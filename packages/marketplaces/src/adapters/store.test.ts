@@ -1,28 +1,17 @@
 import { AppError } from '@skinprices/domain';
 import { describe, expect, it } from 'vitest';
 import type { FetchContext } from '../adapter.js';
-import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
-import { fetchAll as fetchPages } from '../testing/fake-upstream.js';
+import { fetchAll as fetchPages, fakeUpstream, keyedBodies } from '../testing/fake-upstream.js';
 import { storeAdapter } from './store.js';
 
 // ---- a fake STORE upstream: canned bodies keyed by path and start, no network ----
 
-type Query = Record<string, string | number | undefined>;
-
-function fakeContext(bodies: Record<string, unknown>) {
-  const calls: { path: string; query: Query }[] = [];
-  const client = {
-    getJson: async (path: string, query: Query = {}) => {
-      calls.push({ path, query });
-      const key = `${path}?start=${String(query.start)}`;
-      if (!(key in bodies)) throw new Error(`unexpected request ${key}`);
-      return bodies[key];
-    },
-  } as unknown as UpstreamClient;
-  const ctx: FetchContext = { client, market: 'store', request: (fn) => fn() };
-  return { ctx, calls };
-}
+const fakeContext = (bodies: Record<string, unknown>) =>
+  fakeUpstream(
+    'store',
+    keyedBodies(bodies, (path, q) => `${path}?start=${String(q.start)}`),
+  );
 
 const fetchAll = <K extends Kind>(kind: K, ctx: FetchContext): Promise<Page<K>[]> =>
   fetchPages(storeAdapter, kind, ctx, {});

@@ -1,27 +1,17 @@
 import { AppError } from '@skinprices/domain';
 import { describe, expect, it } from 'vitest';
 import type { FetchContext, KindInput } from '../adapter.js';
-import type { UpstreamClient } from '../client.js';
 import type { Kind, Page } from '../rows.js';
+import { fakeUpstream, keyedBodies } from '../testing/fake-upstream.js';
 import { usdCatalogueAdapter } from './usd-catalogue.js';
 
 // ---- a fake USD-1 upstream: canned bodies keyed by path and page, no network ----
 
-type Query = Record<string, string | number | undefined>;
-
-function fakeContext(bodies: Record<string, unknown>) {
-  const calls: { path: string; query: Query }[] = [];
-  const client = {
-    getJson: async (path: string, query: Query = {}) => {
-      calls.push({ path, query });
-      const key = `${path}?page=${String(query.page)}`;
-      if (!(key in bodies)) throw new Error(`unexpected request ${key}`);
-      return bodies[key];
-    },
-  } as unknown as UpstreamClient;
-  const ctx: FetchContext = { client, market: 'usd-1', request: (fn) => fn() };
-  return { ctx, calls };
-}
+const fakeContext = (bodies: Record<string, unknown>) =>
+  fakeUpstream(
+    'usd-1',
+    keyedBodies(bodies, (path, q) => `${path}?page=${String(q.page)}`),
+  );
 
 async function fetchAll<K extends Kind>(kind: K, ctx: FetchContext, input: KindInput = {}): Promise<Page<K>[]> {
   const pages: Page<K>[] = [];
