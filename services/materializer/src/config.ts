@@ -20,6 +20,9 @@ export const materializerConfigSchema = z.object({
   CONSUMER_SESSION_TIMEOUT_MS: intFromEnv(6_000, 300_000)
     .default(30_000)
     .describe('how long Kafka waits for a silent (crashed) materializer before reassigning its partitions'),
+  HOURLY_RETENTION_DAYS: intFromEnv(2, 3_650)
+    .default(100)
+    .describe('days of hourly history kept; older day partitions are dropped (daily closes are kept forever)'),
   DB_POOL_SIZE: intFromEnv(1, 100).default(6).describe('PostgreSQL connections'),
 });
 export type MaterializerConfig = z.infer<typeof materializerConfigSchema>;

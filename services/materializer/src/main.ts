@@ -27,6 +27,7 @@ const materializer = new Materializer(
     topicSuffix: config.TOPIC_SUFFIX,
     migrationsDir: MIGRATIONS_DIR,
     sessionTimeoutMs: config.CONSUMER_SESSION_TIMEOUT_MS,
+    hourlyRetentionDays: config.HOURLY_RETENTION_DAYS,
   },
   { kafka, serde, pool, logger },
 );

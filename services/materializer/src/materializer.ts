@@ -1,5 +1,6 @@
 /*
- * The materializer: consumes listings.v1 and poll-cycles.v1 and applies each batch in one
+ * The materializer: consumes every poller topic (listings, buy orders, float-ranged, float buy
+ * orders, sales, the store's book, history, poll-cycle markers) and applies each batch in one
  * PostgreSQL transaction with its offsets (see apply.ts).
  *
  *   created ──start()──▶ migrating ──▶ consuming ──stop()──▶ stopping ──▶ stopped
@@ -17,7 +18,7 @@ import { EventConsumer, topicFor, type EventSerde, type TopicCodec } from '@skin
 import type { Logger } from '@skinprices/runtime';
 import { migrate, type Pool } from '@skinprices/store';
 import type { Kafka } from 'kafkajs';
-import { applyBatch, type ApplyResult, type MaterializedKind } from './apply.js';
+import { applyBatch, MATERIALIZED_KINDS, type ApplyResult, type MaterializedKind } from './apply.js';
 
 export type MaterializerState = 'created' | 'migrating' | 'consuming' | 'erroring' | 'stopping' | 'stopped';
 
@@ -27,6 +28,12 @@ export interface MaterializerOptions {
   migrationsDir: string;
   /** @default 30000 */
   sessionTimeoutMs?: number;
+  /** Write committed changes to the outbox. @default true (off while replaying) */
+  outbox?: boolean;
+  /** Days of hourly history kept. @default 100 */
+  hourlyRetentionDays?: number;
+  /** Per `topic:partition`, the first offset not to apply. @default none */
+  stopAt?: ReadonlyMap<string, bigint>;
 }
 
 export class Materializer {
@@ -49,27 +56,29 @@ export class Materializer {
     this.state = 'migrating';
     const mig = await migrate(pool, this.options.migrationsDir);
     if (mig.applied.length > 0) logger.info({ applied: mig.applied.map((m) => m.version) }, 'migrations applied');
-    const listing = await serde.codec(`${topicFor('listing').name}${this.options.topicSuffix}`, 'listing');
-    const marker = await serde.codec(`${topicFor('pollCycle').name}${this.options.topicSuffix}`, 'pollCycle');
-    const kindOf = new Map<string, MaterializedKind>([
-      [listing.topic, 'listing'],
-      [marker.topic, 'pollCycle'],
-    ]);
-    this.consumer = new EventConsumer(kafka, [listing, marker] as TopicCodec<MaterializedKind>[], {
+    const codecs: TopicCodec<MaterializedKind>[] = [];
+    const kindOf = new Map<string, MaterializedKind>();
+    for (const kind of MATERIALIZED_KINDS) {
+      const codec = await serde.codec(`${topicFor(kind).name}${this.options.topicSuffix}`, kind);
+      codecs.push(codec as TopicCodec<MaterializedKind>);
+      kindOf.set(codec.topic, kind);
+    }
+    this.consumer = new EventConsumer(kafka, codecs, {
       groupId: this.options.groupId,
       fromBeginning: true,
       ...(this.options.sessionTimeoutMs ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {}),
     });
+    const applyOptions = {
+      groupId: this.options.groupId,
+      outbox: this.options.outbox ?? true,
+      hourlyRetentionDays: this.options.hourlyRetentionDays ?? 100,
+      ...(this.options.stopAt ? { stopAt: this.options.stopAt } : {}),
+    };
     this.state = 'consuming';
     await this.consumer.start(async (batch) => {
       const client = await pool.connect();
       try {
-        const result = await applyBatch(
-          client,
-          this.options.groupId,
-          kindOf.get(batch.topic) as MaterializedKind,
-          batch,
-        );
+        const result = await applyBatch(client, kindOf.get(batch.topic) as MaterializedKind, batch, applyOptions);
         if (this.state === 'erroring') this.state = 'consuming';
         for (const l of this.listeners) l({ ...result, topic: batch.topic });
         if (result.deadLetters > 0)

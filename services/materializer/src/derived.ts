@@ -1,0 +1,190 @@
+/**
+ * Derived values, computed in PostgreSQL `numeric` (exact decimal arithmetic like decimal.js, next
+ * to the data, so 90 days of closes per item never travel to Node). Each function is a pure
+ * function of the tables and its explicit `now`: no wall clock, so replays agree.
+ *
+ * Definitions (design.md "Materialisation rules"; D = the row's stats day, a UTC date):
+ *   base_Nd   = close of day D − N                   (N = 1, 7, 30, 90; change_24h uses base_1d)
+ *   change_Nd = (price − base_Nd) / base_Nd × 100     rounded to 2 decimals, half away from zero
+ *   avg_Nd    = mean of the closes of days D−N … D−1  rounded likewise (days without close skipped)
+ * Each is NULL without its inputs. Statistics only read closed days, so they change once a day
+ * (or when a late close arrives), while changes follow every price update.
+ */
+import { DAY_MS, startOfUtcDay } from '@skinprices/domain';
+import type { PoolClient } from '@skinprices/store';
+import { hourPartitionName } from './partitions.js';
+
+/**
+ * Recomputes the statistics of the listings rows selected by `targets`, a query returning
+ * (market, market_hash_name, phase, d) with d the stats day to compute for.
+ */
+export async function refreshStats(client: PoolClient, targets: string, params: unknown[] = []): Promise<number> {
+  const res = await client.query(
+    `WITH t AS (${targets}),
+     a AS (
+       SELECT t.market, t.market_hash_name, t.phase, t.d,
+              max(l.close) FILTER (WHERE l.day = t.d - 1)  AS b1,
+              max(l.close) FILTER (WHERE l.day = t.d - 7)  AS b7,
+              max(l.close) FILTER (WHERE l.day = t.d - 30) AS b30,
+              max(l.close) FILTER (WHERE l.day = t.d - 90) AS b90,
+              round(avg(l.close) FILTER (WHERE l.day >= t.d - 7), 2)  AS a7,
+              round(avg(l.close) FILTER (WHERE l.day >= t.d - 30), 2) AS a30,
+              round(avg(l.close), 2) AS a90
+       FROM t LEFT JOIN listing_daily l
+         ON l.market = t.market AND l.market_hash_name = t.market_hash_name AND l.phase = t.phase
+        AND l.day >= t.d - 90 AND l.day < t.d
+       GROUP BY t.market, t.market_hash_name, t.phase, t.d
+     )
+     UPDATE listings_current c SET
+       stats_day = a.d, base_1d = a.b1, base_7d = a.b7, base_30d = a.b30, base_90d = a.b90,
+       avg_7d = a.a7, avg_30d = a.a30, avg_90d = a.a90,
+       change_24h = pct_change(c.price, a.b1), change_7d = pct_change(c.price, a.b7),
+       change_30d = pct_change(c.price, a.b30), change_90d = pct_change(c.price, a.b90)
+     FROM a
+     WHERE c.market = a.market AND c.market_hash_name = a.market_hash_name AND c.phase = a.phase`,
+    params,
+  );
+  return res.rowCount ?? 0;
+}
+
+/** A complete listings cycle of `market` vouches for every row of it up to `now`: roll stats over. */
+export async function rollStatsForward(client: PoolClient, market: string, now: Date): Promise<number> {
+  return refreshStats(
+    client,
+    `SELECT market, market_hash_name, phase, ($2::timestamptz AT TIME ZONE 'UTC')::date AS d
+     FROM listings_current
+     WHERE market = $1 AND (stats_day IS NULL OR stats_day < ($2::timestamptz AT TIME ZONE 'UTC')::date)`,
+    [market, now],
+  );
+}
+
+/**
+ * Liquidity per item (name + phase) across marketplaces, as of `now`; see the table comment in
+ * migrations/0002 for the formula. Replaced wholesale: items that lost every listing drop out.
+ */
+export async function refreshLiquidity(client: PoolClient, now: Date): Promise<void> {
+  await client.query('DELETE FROM item_liquidity');
+  await client.query(
+    `WITH l AS (
+       SELECT market_hash_name, phase,
+              sum(count) FILTER (WHERE price IS NOT NULL)::int AS n,
+              min(price) FILTER (WHERE currency = 'CNY') AS ask
+       FROM listings_current GROUP BY 1, 2
+     ),
+     s AS (
+       SELECT market_hash_name, phase, count(*) FILTER (WHERE sold_at > $1::timestamptz - interval '7 days')::int AS s7
+       FROM sales WHERE sold_at > $1::timestamptz - interval '30 days' AND sold_at <= $1
+       GROUP BY 1, 2
+     ),
+     b AS (
+       SELECT market_hash_name, phase, max(price) AS bid
+       FROM buyorders_current WHERE currency = 'CNY' AND tier = '' GROUP BY 1, 2
+     ),
+     parts AS (
+       SELECT l.market_hash_name, l.phase, l.n, s.s7, b.bid, l.ask,
+              l.n::numeric / (l.n + 20) AS depth,
+              s.s7::numeric / (s.s7 + 10) AS velocity,
+              least(1, b.bid / l.ask) AS spread
+       FROM l LEFT JOIN s USING (market_hash_name, phase) LEFT JOIN b USING (market_hash_name, phase)
+       WHERE l.n > 0
+     )
+     INSERT INTO item_liquidity (market_hash_name, phase, listings, sales_7d, best_bid, lowest_ask, score, as_of)
+     SELECT market_hash_name, phase, n, s7, bid, ask,
+            CASE WHEN velocity IS NULL AND spread IS NULL THEN NULL
+                 ELSE round(100 * (depth + coalesce(velocity, 0) + coalesce(spread, 0))
+                            / (1 + (velocity IS NOT NULL)::int + (spread IS NOT NULL)::int), 2) END,
+            $1
+     FROM parts`,
+    [now],
+  );
+}
+
+/** The marketplace the market-cap index is computed over, and its cleaning bounds. */
+export const MARKET_CAP = { market: 'cn-a', maxPrice: '1000000', minCount: 2, lookbackHours: 6 } as const;
+
+/**
+ * Market-cap points for every hour from `from` to `to` (the span of a complete CN-A listings
+ * cycle): each catalogue item's last snapshot in the lookback up to the end of the hour, cleaned,
+ * summed. Catalogue membership is judged as of that hour (first seen on two marketplaces by then),
+ * so a later-listed item never rewrites an old point. The day's point follows its last hour.
+ */
+export async function refreshMarketCap(client: PoolClient, from: Date, to: Date): Promise<void> {
+  const m = MARKET_CAP;
+  await client.query(
+    `WITH hours AS (
+       SELECT generate_series(date_trunc('hour', $1::timestamptz), date_trunc('hour', $2::timestamptz), interval '1 hour') AS hour
+     ),
+     snap AS (
+       SELECT h.hour, x.market_hash_name, x.phase, x.price, x.count
+       FROM hours h CROSS JOIN LATERAL (
+         SELECT DISTINCT ON (lh.market_hash_name, lh.phase) lh.market_hash_name, lh.phase, lh.price, lh.count
+         FROM listing_hourly lh
+         WHERE lh.market = $3 AND lh.hour <= h.hour AND lh.hour > h.hour - make_interval(hours => $6)
+         ORDER BY lh.market_hash_name, lh.phase, lh.hour DESC
+       ) x
+     ),
+     clean AS (
+       SELECT s.hour, s.price * s.count AS value
+       FROM snap s
+       WHERE s.price > 0 AND s.price < $4::numeric AND s.count >= $5
+         AND (SELECT count(*) FROM item_markets im
+              WHERE im.market_hash_name = s.market_hash_name AND im.phase = s.phase
+                AND im.first_seen_at < s.hour + interval '1 hour') >= 2
+     )
+     INSERT INTO market_cap_hourly (hour, market_cap, items, cleaned)
+     SELECT h.hour, coalesce(sum(c.value), 0), count(c.value), true
+     FROM hours h LEFT JOIN clean c USING (hour)
+     GROUP BY h.hour
+     ON CONFLICT (hour) DO UPDATE SET market_cap = excluded.market_cap, items = excluded.items, cleaned = true`,
+    [from, to, m.market, m.maxPrice, m.minCount, m.lookbackHours],
+  );
+  await client.query(
+    `INSERT INTO market_cap_daily (day, market_cap, items, cleaned)
+     SELECT DISTINCT ON ((hour AT TIME ZONE 'UTC')::date) (hour AT TIME ZONE 'UTC')::date, market_cap, items, true
+     FROM market_cap_hourly
+     WHERE hour >= date_trunc('day', $1::timestamptz) AND hour < date_trunc('day', $2::timestamptz) + interval '1 day'
+     ORDER BY (hour AT TIME ZONE 'UTC')::date, hour DESC
+     ON CONFLICT (day) DO UPDATE SET market_cap = excluded.market_cap, items = excluded.items, cleaned = true`,
+    [from, to],
+  );
+  // Days of the last week without any cleaned point (the CN-A poller was down all day): the fast
+  // fallback from daily closes, without the catalogue filter, marked cleaned = false.
+  await client.query(
+    `INSERT INTO market_cap_daily (day, market_cap, items, cleaned)
+     SELECT day, sum(close * count), count(*), false
+     FROM listing_daily
+     WHERE market = $1 AND day >= ($2::timestamptz AT TIME ZONE 'UTC')::date - 7
+       AND day < ($2::timestamptz AT TIME ZONE 'UTC')::date
+       AND close < $3::numeric AND count >= $4
+     GROUP BY day
+     ON CONFLICT (day) DO NOTHING`,
+    [m.market, to, m.maxPrice, m.minCount],
+  );
+}
+
+/** Drops the day partitions of listing_hourly older than `retentionDays` before `now`. */
+export async function dropOldHourPartitions(client: PoolClient, now: Date, retentionDays: number): Promise<string[]> {
+  const cutoff = hourPartitionName(startOfUtcDay(now.getTime()) - retentionDays * DAY_MS);
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i
+     JOIN pg_class c ON c.oid = i.inhrelid
+     JOIN pg_class p ON p.oid = i.inhparent
+     WHERE p.relname = 'listing_hourly' AND p.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+       AND c.relname < $1
+     ORDER BY 1`,
+    [cutoff],
+  );
+  for (const { name } of rows) await client.query(`DROP TABLE ${name}`);
+  return rows.map((r) => r.name);
+}
+
+/** Moves the read model's clock forward to `at` (never back); returns the clock. */
+export async function advanceClock(client: PoolClient, at: Date): Promise<Date> {
+  const { rows } = await client.query<{ now: Date }>(
+    `INSERT INTO read_model_clock (id, now) VALUES (true, $1)
+     ON CONFLICT (id) DO UPDATE SET now = greatest(read_model_clock.now, excluded.now)
+     RETURNING now`,
+    [at],
+  );
+  return (rows[0] as { now: Date }).now;
+}

@@ -1,0 +1,172 @@
+/**
+ * poll-cycles.v1: markers are stored on arrival and applied once the consumer has read their data
+ * topic past the cycle's end offsets (topics are not ordered with each other, so a marker can
+ * arrive before the cycle's last records). Applying a marker:
+ * - updates the marketplace's freshness (every outcome);
+ * - only for a COMPLETE cycle: a FULL listings / buy-order cycle nulls what it did not see (price
+ *   NULL, count 0: never zero, never stale forever); a snapshot kind deletes what it did not see;
+ *   a PARTIAL or FAILED cycle never touches a price;
+ * - moves the read model's clock and recomputes what depends on it: statistics roll into the new
+ *   day, liquidity, the market-cap points of the cycle's hours, partition retention.
+ */
+import type { PollCycleEvent } from '@skinprices/events';
+import type { PoolClient } from '@skinprices/store';
+import { SNAPSHOT_TABLES } from './books.js';
+import {
+  advanceClock,
+  dropOldHourPartitions,
+  MARKET_CAP,
+  refreshLiquidity,
+  refreshMarketCap,
+  rollStatsForward,
+} from './derived.js';
+import { ensureHourPartitions } from './partitions.js';
+
+export interface MarkerOptions {
+  outbox: boolean;
+  hourlyRetentionDays: number;
+}
+
+export async function storeMarkers(client: PoolClient, markers: readonly PollCycleEvent[]): Promise<void> {
+  for (const m of markers) {
+    await client.query(
+      `INSERT INTO poll_cycles (cycle_id, market, kind, mode, outcome, started_at, finished_at, items_seen,
+                                events_emitted, error, data_topic, end_offsets)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+       ON CONFLICT (cycle_id) DO NOTHING`,
+      [
+        m.cycle_id,
+        m.market,
+        m.kind,
+        m.mode,
+        m.outcome,
+        new Date(m.started_at),
+        new Date(m.finished_at),
+        m.items_seen,
+        m.events_emitted,
+        m.error,
+        m.data_topic,
+        JSON.stringify(m.end_offsets),
+      ],
+    );
+  }
+}
+
+interface PollCycleRow {
+  cycle_id: string;
+  market: string;
+  kind: string;
+  mode: string;
+  outcome: string;
+  started_at: Date;
+  finished_at: Date;
+}
+
+/** Applies every stored marker whose data has been consumed; returns their cycle ids. */
+export async function applyReadyMarkers(client: PoolClient, groupId: string, options: MarkerOptions): Promise<string[]> {
+  const { rows } = await client.query<{ cycle_id: string }>(
+    `SELECT p.cycle_id FROM poll_cycles p
+     WHERE p.applied_at IS NULL
+       AND NOT EXISTS (
+         SELECT 1 FROM jsonb_to_recordset(p.end_offsets) AS e(partition int, "offset" bigint)
+         LEFT JOIN consumer_offsets o
+           ON o.group_id = $1 AND o.topic = p.data_topic AND o.partition = e.partition
+         WHERE coalesce(o.next_offset, 0) <= e."offset")
+     ORDER BY p.finished_at, p.cycle_id`,
+    [groupId],
+  );
+  const applied: PollCycleRow[] = [];
+  for (const { cycle_id } of rows) {
+    // The row lock makes a marker apply once even if two transactions find it ready.
+    const claim = await client.query<PollCycleRow>(
+      `UPDATE poll_cycles SET applied_at = now() WHERE cycle_id = $1 AND applied_at IS NULL
+       RETURNING cycle_id, market, kind, mode, outcome, started_at, finished_at`,
+      [cycle_id],
+    );
+    const m = claim.rows[0];
+    if (!m) continue;
+    await updateFreshness(client, m);
+    if (m.outcome === 'COMPLETE') await applyComplete(client, m, options);
+    applied.push(m);
+  }
+  if (applied.length > 0) await recomputeDerived(client, applied, options);
+  return applied.map((m) => m.cycle_id);
+}
+
+async function updateFreshness(client: PoolClient, m: PollCycleRow): Promise<void> {
+  await client.query(
+    `INSERT INTO market_freshness AS f (market, kind, last_cycle_id, last_outcome, last_finished_at, last_complete_at, consecutive_failed)
+     VALUES ($1, $2, $3, $4, $5, CASE WHEN $4 = 'COMPLETE' THEN $5::timestamptz END, CASE WHEN $4 = 'FAILED' THEN 1 ELSE 0 END)
+     ON CONFLICT (market, kind) DO UPDATE SET
+       last_cycle_id = excluded.last_cycle_id, last_outcome = excluded.last_outcome,
+       last_finished_at = excluded.last_finished_at,
+       last_complete_at = coalesce(excluded.last_complete_at, f.last_complete_at),
+       consecutive_failed = CASE WHEN excluded.last_outcome = 'FAILED' THEN f.consecutive_failed + 1 ELSE 0 END
+     WHERE excluded.last_finished_at >= f.last_finished_at`,
+    [m.market, m.kind, m.cycle_id, m.outcome, m.finished_at],
+  );
+}
+
+async function applyComplete(client: PoolClient, m: PollCycleRow, options: MarkerOptions): Promise<void> {
+  if (m.kind === 'LISTINGS') {
+    if (m.mode === 'FULL') await nullVanishedListings(client, m, options);
+    // The cycle vouches for every row of the market up to its end: statistics enter its day.
+    await rollStatsForward(client, m.market, m.finished_at);
+  } else if (m.kind === 'BUYORDERS' && m.mode === 'FULL') {
+    await client.query(
+      `UPDATE buyorders_current SET price = NULL, blue_price = NULL, count = 0, observed_at = $3, cycle_id = $4
+       WHERE market = $1 AND observed_at < $2 AND (price IS NOT NULL OR blue_price IS NOT NULL OR count > 0)`,
+      [m.market, m.started_at, m.finished_at, m.cycle_id],
+    );
+  } else if (SNAPSHOT_TABLES[m.kind]) {
+    await client.query(`DELETE FROM ${SNAPSHOT_TABLES[m.kind]} WHERE market = $1 AND observed_at < $2`, [
+      m.market,
+      m.started_at,
+    ]);
+  }
+}
+
+/**
+ * A complete full cycle saw every listed item of its marketplace; what it did not see (last
+ * observed before the cycle started) has no listing any more. The hourly history records the
+ * disappearance too, and the change goes to the outbox like any other.
+ */
+async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options: MarkerOptions): Promise<void> {
+  const gone = `
+    UPDATE listings_current c SET price = NULL, count = 0, observed_at = $3, cycle_id = $4,
+      change_24h = NULL, change_7d = NULL, change_30d = NULL, change_90d = NULL
+    FROM listings_current old
+    WHERE c.market = $1 AND c.observed_at < $2 AND (c.price IS NOT NULL OR c.count > 0)
+      AND old.market = c.market AND old.market_hash_name = c.market_hash_name AND old.phase = c.phase
+    RETURNING c.market, c.market_hash_name, c.phase, c.currency, old.price AS old_price, old.count AS old_count`;
+  await ensureHourPartitions(client, [m.finished_at.getTime()]);
+  await client.query(
+    `WITH gone AS (${gone}),
+     hist AS (
+       INSERT INTO listing_hourly (market, market_hash_name, phase, hour, price, count, observed_at)
+       SELECT market, market_hash_name, phase, date_trunc('hour', $3::timestamptz), NULL, 0, $3 FROM gone
+       ON CONFLICT (market, market_hash_name, phase, hour) DO UPDATE SET
+         price = NULL, count = 0, observed_at = excluded.observed_at
+       WHERE excluded.observed_at > listing_hourly.observed_at
+     )
+     INSERT INTO price_change_outbox (market, market_hash_name, phase, currency, old_price, new_price, old_count, new_count, observed_at)
+     SELECT market, market_hash_name, phase, currency, old_price, NULL, old_count, 0, $3 FROM gone WHERE $5`,
+    [m.market, m.started_at, m.finished_at, m.cycle_id, options.outbox],
+  );
+}
+
+/**
+ * Values that depend on the read model's clock, recomputed once per transaction after its
+ * markers. Deterministic for replays: the clock only moves forward (to the latest finished_at),
+ * and every data record is followed by its cycle's marker, so the last recomputation of a
+ * replay and of the live run both see all data at the same clock.
+ */
+async function recomputeDerived(client: PoolClient, applied: readonly PollCycleRow[], options: MarkerOptions): Promise<void> {
+  const latest = applied.reduce((a, m) => (m.finished_at > a ? m.finished_at : a), applied[0]!.finished_at);
+  const now = await advanceClock(client, latest);
+  if (applied.some((m) => ['LISTINGS', 'BUYORDERS', 'SALES'].includes(m.kind))) await refreshLiquidity(client, now);
+  for (const m of applied)
+    if (m.kind === 'LISTINGS' && m.market === MARKET_CAP.market && m.outcome === 'COMPLETE')
+      await refreshMarketCap(client, m.started_at, m.finished_at);
+  await dropOldHourPartitions(client, now, options.hourlyRetentionDays);
+}

@@ -1,0 +1,25 @@
+/**
+ * Staging for COPY: a batch goes into a temporary table shaped like its target (plus the Kafka
+ * offset, which breaks ties between events observed at the same millisecond), then one set-based
+ * statement merges it. The temp table lives per connection and empties itself at commit.
+ */
+import { copyRows, type CopyValue, type PoolClient } from '@skinprices/store';
+
+export async function stage(
+  client: PoolClient,
+  target: string,
+  columns: readonly string[],
+  rows: readonly (readonly CopyValue[])[],
+): Promise<string> {
+  const name = `stage_${target}`;
+  await client.query(`CREATE TEMP TABLE IF NOT EXISTS ${name} (
+      LIKE ${target} INCLUDING DEFAULTS, kafka_offset bigint NOT NULL
+    ) ON COMMIT DELETE ROWS`);
+  await copyRows(client, name, [...columns, 'kafka_offset'], rows);
+  return name;
+}
+
+/** `a = excluded.a, b = excluded.b, …` for an upsert. */
+export function setExcluded(columns: readonly string[]): string {
+  return columns.map((c) => `${c} = excluded.${c}`).join(', ');
+}
