@@ -12,6 +12,7 @@ import {
   type EventMap,
 } from '@skinprices/events';
 import { UpstreamClient, type Kind } from '@skinprices/marketplaces';
+import { Materializer, MIGRATIONS_DIR, type MaterializerOptions } from '@skinprices/materializer';
 import { PollerMetrics, Poller, type PollerOptions } from '@skinprices/poller';
 import { createLogger } from '@skinprices/runtime';
 import {
@@ -23,6 +24,7 @@ import {
   Simulator,
   type RunningSimulator,
 } from '@skinprices/simulator';
+import type { Pool } from '@skinprices/store';
 import type { Admin } from 'kafkajs';
 import { type TestStack, uniqueName } from './stack.js';
 
@@ -137,4 +139,31 @@ export async function readTopic<K extends EventKind>(
   clearTimeout(timer);
   await consumer.stop();
   return events;
+}
+
+/** An in-process materializer on the test's topics and schema. */
+export async function startMaterializer(
+  stack: TestStack,
+  suffix: string,
+  pool: Pool,
+  options: Partial<MaterializerOptions> = {},
+): Promise<Materializer> {
+  const materializer = new Materializer(
+    { groupId: stack.groupId(), topicSuffix: suffix, migrationsDir: MIGRATIONS_DIR, ...options },
+    { kafka: stack.kafka, serde: stack.serde, pool, logger: createLogger('materializer', 'silent') },
+  );
+  await materializer.start();
+  stack.defer(() => materializer.stop());
+  return materializer;
+}
+
+/** Waits until the materializer has applied the marker of `cycleId`. */
+export async function untilApplied(pool: Pool, cycleId: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await pool.query('SELECT applied_at FROM poll_cycles WHERE cycle_id = $1', [cycleId]);
+    if (rows[0]?.applied_at) return;
+    if (Date.now() > deadline) throw new Error(`marker ${cycleId} not applied within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

@@ -92,8 +92,12 @@ export class UpstreamClient {
    * running accelerated is far from ours.
    */
   upstreamNow(): number {
-    return Date.now() + this.skewMs;
+    // Monotonic: the skew is re-learnt from whole-second Date headers on every response, so the
+    // raw sum can step back by up to a second, and a cycle's rows would look older than its start.
+    this.lastNow = Math.max(this.lastNow, Date.now() + this.skewMs);
+    return this.lastNow;
   }
+  private lastNow = 0;
 
   async getJson(
     path: string,

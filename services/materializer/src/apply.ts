@@ -69,7 +69,9 @@ export async function applyBatch(
     );
     const next = BigInt(rows[0]?.next_offset ?? '0');
     const stop = options.stopAt?.get(`${batch.topic}:${batch.partition}`);
-    const fresh = batch.messages.filter((m) => BigInt(m.offset) >= next && (stop === undefined || BigInt(m.offset) < stop));
+    const fresh = batch.messages.filter(
+      (m) => BigInt(m.offset) >= next && (stop === undefined || BigInt(m.offset) < stop),
+    );
     result.skipped = batch.messages.length - fresh.length;
     if (fresh.length > 0) {
       const good: DecodedMessage<MaterializedKind>[] = [];

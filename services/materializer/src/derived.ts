@@ -80,11 +80,12 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<v
        SELECT market_hash_name, phase, max(price) AS bid
        FROM buyorders_current WHERE currency = 'CNY' AND tier = '' GROUP BY 1, 2
      ),
+     -- (least() skips NULLs, so the spread must be NULL explicitly without a bid or an ask)
      parts AS (
        SELECT l.market_hash_name, l.phase, l.n, s.s7, b.bid, l.ask,
               l.n::numeric / (l.n + 20) AS depth,
               s.s7::numeric / (s.s7 + 10) AS velocity,
-              least(1, b.bid / l.ask) AS spread
+              CASE WHEN b.bid IS NOT NULL AND l.ask IS NOT NULL THEN least(1, b.bid / l.ask) END AS spread
        FROM l LEFT JOIN s USING (market_hash_name, phase) LEFT JOIN b USING (market_hash_name, phase)
        WHERE l.n > 0
      )

@@ -22,6 +22,12 @@ import {
 } from './derived.js';
 import { ensureHourPartitions } from './partitions.js';
 
+/**
+ * "Not seen by cycle $3 (finished at $2)": written by another cycle, and before this one ended
+ * (a row from a later cycle is newer knowledge and stays). Params: $1 market, $2 finished_at, $3 cycle.
+ */
+const NOT_SEEN = 'cycle_id <> $3 AND observed_at < $2';
+
 export interface MarkerOptions {
   outbox: boolean;
   hourlyRetentionDays: number;
@@ -63,7 +69,11 @@ interface PollCycleRow {
 }
 
 /** Applies every stored marker whose data has been consumed; returns their cycle ids. */
-export async function applyReadyMarkers(client: PoolClient, groupId: string, options: MarkerOptions): Promise<string[]> {
+export async function applyReadyMarkers(
+  client: PoolClient,
+  groupId: string,
+  options: MarkerOptions,
+): Promise<string[]> {
   const { rows } = await client.query<{ cycle_id: string }>(
     `SELECT p.cycle_id FROM poll_cycles p
      WHERE p.applied_at IS NULL
@@ -114,14 +124,15 @@ async function applyComplete(client: PoolClient, m: PollCycleRow, options: Marke
     await rollStatsForward(client, m.market, m.finished_at);
   } else if (m.kind === 'BUYORDERS' && m.mode === 'FULL') {
     await client.query(
-      `UPDATE buyorders_current SET price = NULL, blue_price = NULL, count = 0, observed_at = $3, cycle_id = $4
-       WHERE market = $1 AND observed_at < $2 AND (price IS NOT NULL OR blue_price IS NOT NULL OR count > 0)`,
-      [m.market, m.started_at, m.finished_at, m.cycle_id],
+      `UPDATE buyorders_current SET price = NULL, blue_price = NULL, count = 0, observed_at = $2, cycle_id = $3
+       WHERE market = $1 AND ${NOT_SEEN} AND (price IS NOT NULL OR blue_price IS NOT NULL OR count > 0)`,
+      [m.market, m.finished_at, m.cycle_id],
     );
   } else if (SNAPSHOT_TABLES[m.kind]) {
-    await client.query(`DELETE FROM ${SNAPSHOT_TABLES[m.kind]} WHERE market = $1 AND observed_at < $2`, [
+    await client.query(`DELETE FROM ${SNAPSHOT_TABLES[m.kind]} WHERE market = $1 AND ${NOT_SEEN}`, [
       m.market,
-      m.started_at,
+      m.finished_at,
+      m.cycle_id,
     ]);
   }
 }
@@ -133,10 +144,10 @@ async function applyComplete(client: PoolClient, m: PollCycleRow, options: Marke
  */
 async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options: MarkerOptions): Promise<void> {
   const gone = `
-    UPDATE listings_current c SET price = NULL, count = 0, observed_at = $3, cycle_id = $4,
+    UPDATE listings_current c SET price = NULL, count = 0, observed_at = $2, cycle_id = $3,
       change_24h = NULL, change_7d = NULL, change_30d = NULL, change_90d = NULL
     FROM listings_current old
-    WHERE c.market = $1 AND c.observed_at < $2 AND (c.price IS NOT NULL OR c.count > 0)
+    WHERE c.market = $1 AND c.cycle_id <> $3 AND c.observed_at < $2 AND (c.price IS NOT NULL OR c.count > 0)
       AND old.market = c.market AND old.market_hash_name = c.market_hash_name AND old.phase = c.phase
     RETURNING c.market, c.market_hash_name, c.phase, c.currency, old.price AS old_price, old.count AS old_count`;
   await ensureHourPartitions(client, [m.finished_at.getTime()]);
@@ -144,14 +155,14 @@ async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options
     `WITH gone AS (${gone}),
      hist AS (
        INSERT INTO listing_hourly (market, market_hash_name, phase, hour, price, count, observed_at)
-       SELECT market, market_hash_name, phase, date_trunc('hour', $3::timestamptz), NULL, 0, $3 FROM gone
+       SELECT market, market_hash_name, phase, date_trunc('hour', $2::timestamptz), NULL, 0, $2 FROM gone
        ON CONFLICT (market, market_hash_name, phase, hour) DO UPDATE SET
          price = NULL, count = 0, observed_at = excluded.observed_at
        WHERE excluded.observed_at > listing_hourly.observed_at
      )
      INSERT INTO price_change_outbox (market, market_hash_name, phase, currency, old_price, new_price, old_count, new_count, observed_at)
-     SELECT market, market_hash_name, phase, currency, old_price, NULL, old_count, 0, $3 FROM gone WHERE $5`,
-    [m.market, m.started_at, m.finished_at, m.cycle_id, options.outbox],
+     SELECT market, market_hash_name, phase, currency, old_price, NULL, old_count, 0, $2 FROM gone WHERE $4`,
+    [m.market, m.finished_at, m.cycle_id, options.outbox],
   );
 }
 
@@ -161,7 +172,11 @@ async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options
  * and every data record is followed by its cycle's marker, so the last recomputation of a
  * replay and of the live run both see all data at the same clock.
  */
-async function recomputeDerived(client: PoolClient, applied: readonly PollCycleRow[], options: MarkerOptions): Promise<void> {
+async function recomputeDerived(
+  client: PoolClient,
+  applied: readonly PollCycleRow[],
+  options: MarkerOptions,
+): Promise<void> {
   const latest = applied.reduce((a, m) => (m.finished_at > a ? m.finished_at : a), applied[0]!.finished_at);
   const now = await advanceClock(client, latest);
   if (applied.some((m) => ['LISTINGS', 'BUYORDERS', 'SALES'].includes(m.kind))) await refreshLiquidity(client, now);
