@@ -103,6 +103,8 @@ class Job {
   salesFrom: number | undefined;
   readonly salesSeen = new Set<string>();
   historyNextDay: number | undefined;
+  /** Delta kinds: the upstream day (days since epoch) of the last complete FULL cycle. */
+  fullDay: number | undefined;
   /** Wakes the loop early (stop). */
   wake = new AbortController();
   loop: Promise<void> | undefined;
@@ -222,8 +224,12 @@ export class Poller {
     if (!client.hasClock)
       await client.syncClock().catch((err: unknown) => logger.warn({ err }, 'upstream clock unknown'));
     const delta = DELTA_KINDS.has(kind);
-    const full = !delta || job.last.size === 0 || job.cycles % this.options.fullEvery === 0;
     const startedAt = client.upstreamNow();
+    // The first cycle of each upstream day is FULL too: every item then has an observation, and so
+    // a daily close, every day, however rarely its price moves (statistics read daily closes).
+    const day = Math.floor(startedAt / DAY_MS);
+    const full =
+      !delta || job.last.size === 0 || job.cycles % this.options.fullEvery === 0 || job.fullDay !== day;
     const timer = metrics.cycleSeconds.startTimer(labels);
     const input = this.inputFor(job, startedAt);
     const cycleId =
@@ -331,6 +337,7 @@ export class Poller {
       : rejected > 0
         ? 'PARTIAL'
         : 'COMPLETE';
+    if (full && outcome === 'COMPLETE') job.fullDay = day;
     const marker: PollCycleEvent = {
       market: market.slug,
       kind: DATA_KIND[kind],
