@@ -103,7 +103,7 @@ describe('materializer: 92 days of history, changes and averages', () => {
     let withChange90 = 0;
     expect(rows.length).toBeGreaterThan(40);
     for (const row of rows) {
-      const k = keyOf(row as Truth);
+      const k = keyOf(row as unknown as Truth);
       const byDay = closes.get(k) ?? new Map<number, string>();
       const price = now.get(k) ?? null;
       const change = (n: number) => {
