@@ -30,6 +30,8 @@ const CODES = {
   migration_checksum_mismatch: false,
   migration_failed: false,
   copy_failed: true,
+  // another process holds what we need (a running materializer while replaying): retry later
+  busy: true,
 } as const satisfies Record<string, boolean>;
 
 export type ErrorCode = keyof typeof CODES;

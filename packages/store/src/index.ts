@@ -1,6 +1,7 @@
 export {
   createPool,
   ensureDatabase,
+  ensureSchema,
   ident,
   isTransientPgError,
   redact,

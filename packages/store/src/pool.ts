@@ -45,6 +45,14 @@ export function createPool(options: PoolOptions): Pool {
   return pool;
 }
 
+/**
+ * Creates `schema` when missing. A pool's search_path names its schema first; until the schema
+ * exists PostgreSQL silently falls through to `public`, so services call this before migrating.
+ */
+export async function ensureSchema(pool: Pool, schema: string): Promise<void> {
+  await pool.query(`CREATE SCHEMA IF NOT EXISTS ${ident(schema)}`);
+}
+
 /** True for errors where waiting and retrying can help (server away, too many connections). */
 export function isTransientPgError(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code ?? '';

@@ -6,8 +6,8 @@ export const materializerConfigSchema = z.object({
   DATABASE_SCHEMA: z
     .string()
     .regex(/^[a-z_][a-z0-9_]{0,62}$/)
-    .default('public')
-    .describe('schema holding the read model (tests use their own)'),
+    .default('readmodel')
+    .describe('schema holding the read model (tests use their own; `make replay` rebuilds it beside and swaps)'),
   GROUP_ID: z.string().min(1).default('materializer').describe('Kafka consumer group and key of stored offsets'),
   TOPIC_SUFFIX: z.string().default('').describe('appended to every topic name (tests use their own topics)'),
   PUBLISH_CHANGES: z
@@ -23,6 +23,11 @@ export const materializerConfigSchema = z.object({
   HOURLY_RETENTION_DAYS: intFromEnv(2, 3_650)
     .default(100)
     .describe('days of hourly history kept; older day partitions are dropped (daily closes are kept forever)'),
+  REPLAY_SWAP: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true')
+    .describe('replay only: swap the rebuilt schema in (false: leave it as <schema>_rebuild to compare)'),
   DB_POOL_SIZE: intFromEnv(1, 100).default(6).describe('PostgreSQL connections'),
 });
 export type MaterializerConfig = z.infer<typeof materializerConfigSchema>;

@@ -1,7 +1,7 @@
 /** Wires the materializer: config → pool, Kafka, serde → Materializer + OutboxPublisher. */
 import { createKafka, EventProducer, EventSerde } from '@skinprices/events';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
-import { createPool, ensureDatabase } from '@skinprices/store';
+import { createPool, ensureDatabase, ensureSchema } from '@skinprices/store';
 import { materializerConfigSchema, MIGRATIONS_DIR } from './config.js';
 import { Materializer } from './materializer.js';
 import { OutboxPublisher } from './outbox.js';
@@ -18,6 +18,7 @@ const pool = createPool({
   applicationName: 'materializer',
 });
 shutdown.register('pg-pool', () => pool.end());
+await ensureSchema(pool, config.DATABASE_SCHEMA);
 const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'materializer' });
 const serde = new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL });
 

@@ -179,7 +179,9 @@ async function recomputeDerived(
 ): Promise<void> {
   const latest = applied.reduce((a, m) => (m.finished_at > a ? m.finished_at : a), applied[0]!.finished_at);
   const now = await advanceClock(client, latest);
-  if (applied.some((m) => ['LISTINGS', 'BUYORDERS', 'SALES'].includes(m.kind))) await refreshLiquidity(client, now);
+  // On every applied marker, not only those of its input kinds: the result depends on the clock,
+  // and a replay groups markers into transactions differently from the live run.
+  await refreshLiquidity(client, now);
   for (const m of applied)
     if (m.kind === 'LISTINGS' && m.market === MARKET_CAP.market && m.outcome === 'COMPLETE')
       await refreshMarketCap(client, m.started_at, m.finished_at);

@@ -16,8 +16,9 @@
  */
 import { EventConsumer, topicFor, type EventSerde, type TopicCodec } from '@skinprices/events';
 import type { Logger } from '@skinprices/runtime';
-import { migrate, type Pool } from '@skinprices/store';
+import { migrate, type Pool, type PoolClient } from '@skinprices/store';
 import type { Kafka } from 'kafkajs';
+import { schemaLockSql } from './lock.js';
 import { applyBatch, MATERIALIZED_KINDS, type ApplyResult, type MaterializedKind } from './apply.js';
 
 export type MaterializerState = 'created' | 'migrating' | 'consuming' | 'erroring' | 'stopping' | 'stopped';
@@ -39,6 +40,7 @@ export interface MaterializerOptions {
 export class Materializer {
   state: MaterializerState = 'created';
   private consumer: EventConsumer<MaterializedKind> | undefined;
+  private lock: PoolClient | undefined;
   private readonly listeners = new Set<(r: ApplyResult & { topic: string }) => void>();
 
   constructor(
@@ -53,6 +55,9 @@ export class Materializer {
 
   async start(): Promise<void> {
     const { pool, serde, kafka, logger } = this.deps;
+    // Held for the process's lifetime; a running replay holds it exclusively, and we wait for it.
+    this.lock = await pool.connect();
+    await this.lock.query(`SELECT pg_advisory_lock_shared(${schemaLockSql('current_schema()')})`);
     this.state = 'migrating';
     const mig = await migrate(pool, this.options.migrationsDir);
     if (mig.applied.length > 0) logger.info({ applied: mig.applied.map((m) => m.version) }, 'migrations applied');
@@ -97,6 +102,9 @@ export class Materializer {
   async stop(): Promise<void> {
     this.state = 'stopping';
     await this.consumer?.stop();
+    await this.lock?.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
+    this.lock?.release();
+    this.lock = undefined;
     this.state = 'stopped';
   }
 }

@@ -228,8 +228,7 @@ export class Poller {
     // The first cycle of each upstream day is FULL too: every item then has an observation, and so
     // a daily close, every day, however rarely its price moves (statistics read daily closes).
     const day = Math.floor(startedAt / DAY_MS);
-    const full =
-      !delta || job.last.size === 0 || job.cycles % this.options.fullEvery === 0 || job.fullDay !== day;
+    const full = !delta || job.last.size === 0 || job.cycles % this.options.fullEvery === 0 || job.fullDay !== day;
     const timer = metrics.cycleSeconds.startTimer(labels);
     const input = this.inputFor(job, startedAt);
     const cycleId =

@@ -1,0 +1,175 @@
+/*
+ * `make replay`: rebuilds the read model from the topics, from scratch.
+ *
+ *   locking ──▶ capturing ends ──▶ rebuilding (a fresh schema, a fresh consumer group, up to the
+ *   captured ends) ──▶ checksums ──▶ swapping (optional) ──▶ done
+ *
+ * Subscribers hear no phantom changes: a replay writes no outbox rows (`outbox: false`), so
+ * nothing it applies reaches price-changes.v1 or prices.current.v1. Building beside the live
+ * schema and renaming at the end means readers never see a half-built model. The live
+ * materializer must be stopped: it holds a shared advisory lock on its schema for its lifetime
+ * and the replay takes it exclusively; a materializer started meanwhile waits for the swap.
+ * After the swap it resumes from the rebuilt offsets (the captured ends), so events that arrived
+ * during the replay are applied, and published, by the live materializer as usual.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AppError } from '@skinprices/domain';
+import { topicFor, type EventSerde } from '@skinprices/events';
+import type { Logger } from '@skinprices/runtime';
+import { createPool, ensureSchema, ident } from '@skinprices/store';
+import type { Kafka } from 'kafkajs';
+import { MATERIALIZED_KINDS } from './apply.js';
+import { tableChecksums, type TableChecksum } from './checksums.js';
+import { schemaLockSql } from './lock.js';
+import { Materializer } from './materializer.js';
+
+export type ReplayState = 'locking' | 'capturing' | 'rebuilding' | 'checksums' | 'swapping' | 'done';
+
+export interface ReplayOptions {
+  databaseUrl: string;
+  /** The live read model's schema. */
+  schema: string;
+  /** The live consumer group: the rebuilt offsets are stored under it. */
+  groupId: string;
+  topicSuffix: string;
+  migrationsDir: string;
+  hourlyRetentionDays: number;
+  /** Rename the rebuilt schema over the live one (keeping the old as `<schema>_previous`). */
+  swap: boolean;
+  /** Schema to rebuild into. @default `<schema>_rebuild` */
+  target?: string;
+}
+
+export interface ReplayResult {
+  schema: string;
+  events: number;
+  ms: number;
+  checksums: Record<string, TableChecksum>;
+}
+
+export async function replay(
+  options: ReplayOptions,
+  deps: { kafka: Kafka; serde: EventSerde; logger: Logger },
+  onState: (s: ReplayState) => void = () => undefined,
+): Promise<ReplayResult> {
+  const started = Date.now();
+  const { logger } = deps;
+  const target = options.target ?? `${options.schema}_rebuild`;
+  const admin = createPool({ databaseUrl: options.databaseUrl, max: 2, applicationName: 'replay' });
+  const lock = await admin.connect();
+  try {
+    onState('locking');
+    const { rows } = await lock.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${schemaLockSql('$1')}) AS ok`, [
+      options.schema,
+    ]);
+    if (!rows[0]?.ok)
+      throw new AppError('busy', `a materializer is running on schema '${options.schema}': stop it, then replay`);
+
+    onState('capturing');
+    const kafkaAdmin = deps.kafka.admin();
+    await kafkaAdmin.connect();
+    const stopAt = new Map<string, bigint>();
+    try {
+      for (const kind of MATERIALIZED_KINDS) {
+        const topic = `${topicFor(kind).name}${options.topicSuffix}`;
+        for (const p of await kafkaAdmin.fetchTopicOffsets(topic))
+          stopAt.set(`${topic}:${p.partition}`, BigInt(p.high));
+      }
+    } finally {
+      await kafkaAdmin.disconnect();
+    }
+    const total = [...stopAt.values()].reduce((a, b) => a + b, 0n);
+    logger.info({ target, partitions: stopAt.size, events: total.toString() }, 'replaying up to the current ends');
+
+    onState('rebuilding');
+    await admin.query(`DROP SCHEMA IF EXISTS ${ident(target)} CASCADE`);
+    await ensureSchema(admin, target);
+    const pool = createPool({ databaseUrl: options.databaseUrl, schema: target, max: 4, applicationName: 'replay' });
+    const replayGroup = `${options.groupId}.replay.${started}`;
+    try {
+      const materializer = new Materializer(
+        {
+          groupId: replayGroup,
+          topicSuffix: options.topicSuffix,
+          migrationsDir: options.migrationsDir,
+          outbox: false,
+          hourlyRetentionDays: options.hourlyRetentionDays,
+          stopAt,
+        },
+        { kafka: deps.kafka, serde: deps.serde, pool, logger },
+      );
+      await materializer.start();
+      try {
+        await untilCaughtUp(pool, replayGroup, stopAt, logger);
+      } finally {
+        await materializer.stop();
+      }
+      await pool.query('UPDATE consumer_offsets SET group_id = $1 WHERE group_id = $2', [options.groupId, replayGroup]);
+      onState('checksums');
+      const checksums = await tableChecksums(pool);
+      await deleteGroup(deps.kafka, replayGroup);
+
+      let schema = target;
+      if (options.swap) {
+        onState('swapping');
+        const live = ident(options.schema);
+        const previous = ident(`${options.schema}_previous`);
+        const exists = await lock.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [options.schema]);
+        await lock.query('BEGIN');
+        await lock.query(`DROP SCHEMA IF EXISTS ${previous} CASCADE`);
+        if (exists.rowCount) await lock.query(`ALTER SCHEMA ${live} RENAME TO ${previous}`);
+        await lock.query(`ALTER SCHEMA ${ident(target)} RENAME TO ${live}`);
+        await lock.query('COMMIT');
+        schema = options.schema;
+      }
+      onState('done');
+      return { schema, events: Number(total), ms: Date.now() - started, checksums };
+    } finally {
+      await pool.end();
+    }
+  } finally {
+    await lock.query(`SELECT pg_advisory_unlock_all()`).catch(() => undefined);
+    lock.release();
+    await admin.end();
+  }
+}
+
+/** Waits until every partition's stored offset reached the captured end. */
+async function untilCaughtUp(
+  pool: ReturnType<typeof createPool>,
+  groupId: string,
+  stopAt: ReadonlyMap<string, bigint>,
+  logger: Logger,
+): Promise<void> {
+  let lastLog = Date.now();
+  for (;;) {
+    const { rows } = await pool.query<{ topic: string; partition: number; next_offset: string }>(
+      'SELECT topic, partition, next_offset FROM consumer_offsets WHERE group_id = $1',
+      [groupId],
+    );
+    const at = new Map(rows.map((r) => [`${r.topic}:${r.partition}`, BigInt(r.next_offset)]));
+    let behind = 0n;
+    for (const [key, end] of stopAt) {
+      const pos = at.get(key) ?? 0n;
+      if (pos < end) behind += end - pos;
+    }
+    if (behind === 0n) return;
+    if (Date.now() - lastLog > 5_000) {
+      logger.info({ behind: behind.toString() }, 'replaying');
+      lastLog = Date.now();
+    }
+    await sleep(100);
+  }
+}
+
+async function deleteGroup(kafka: Kafka, groupId: string): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.deleteGroups([groupId]);
+  } catch {
+    // Tidy-up only: a group Kafka still sees as active expires by itself.
+  } finally {
+    await admin.disconnect();
+  }
+}
