@@ -188,6 +188,10 @@ CREATE TABLE read_model_clock (
   now    timestamptz NOT NULL
 );
 
+-- Where each marketplace's data is complete up to: the start of its last complete cycle (a
+-- sales cycle reads the window up to its start). The sales export ends there.
+ALTER TABLE market_freshness ADD COLUMN last_complete_started_at timestamptz;
+
 -- ---- the 24 h sales export cache -------------------------------------------------------------
 CREATE TABLE sales_exports (
   window_end timestamptz PRIMARY KEY,

@@ -28,6 +28,9 @@ export const materializerConfigSchema = z.object({
     .default('true')
     .transform((v) => v === 'true')
     .describe('replay only: swap the rebuilt schema in (false: leave it as <schema>_rebuild to compare)'),
+  EXPORT_CHECK_INTERVAL_MS: intFromEnv(1_000, 3_600_000)
+    .default(60_000)
+    .describe('how often to check whether the data covers a new day for the daily sales export'),
   DB_POOL_SIZE: intFromEnv(1, 100).default(6).describe('PostgreSQL connections'),
 });
 export type MaterializerConfig = z.infer<typeof materializerConfigSchema>;

@@ -1,4 +1,5 @@
 /** Wires the materializer: config → pool, Kafka, serde → Materializer + OutboxPublisher. */
+import { DailyExportScheduler, SalesExportCache } from '@skinprices/exports';
 import { createKafka, EventProducer, EventSerde } from '@skinprices/events';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
 import { createPool, ensureDatabase, ensureSchema } from '@skinprices/store';
@@ -46,5 +47,12 @@ if (config.PUBLISH_CHANGES) {
   outbox.start();
   shutdown.register('outbox', () => outbox.stop());
 }
+// The daily 24 h sales export (the API builds fresher ones on demand through the same cache).
+const exports = new DailyExportScheduler(new SalesExportCache(pool), {
+  intervalMs: config.EXPORT_CHECK_INTERVAL_MS,
+  onError: (err) => logger.warn({ err }, 'daily sales export failed; retrying on the next check'),
+});
+exports.start();
+shutdown.register('daily-export', () => exports.stop());
 shutdown.listen();
 logger.info({ group: config.GROUP_ID, schema: config.DATABASE_SCHEMA }, 'materializer started');

@@ -105,15 +105,18 @@ export async function applyReadyMarkers(
 
 async function updateFreshness(client: PoolClient, m: PollCycleRow): Promise<void> {
   await client.query(
-    `INSERT INTO market_freshness AS f (market, kind, last_cycle_id, last_outcome, last_finished_at, last_complete_at, consecutive_failed)
-     VALUES ($1, $2, $3, $4, $5, CASE WHEN $4 = 'COMPLETE' THEN $5::timestamptz END, CASE WHEN $4 = 'FAILED' THEN 1 ELSE 0 END)
+    `INSERT INTO market_freshness AS f (market, kind, last_cycle_id, last_outcome, last_finished_at, last_complete_at, consecutive_failed,
+                                  last_complete_started_at)
+     VALUES ($1, $2, $3, $4, $5, CASE WHEN $4 = 'COMPLETE' THEN $5::timestamptz END, CASE WHEN $4 = 'FAILED' THEN 1 ELSE 0 END,
+             CASE WHEN $4 = 'COMPLETE' THEN $6::timestamptz END)
      ON CONFLICT (market, kind) DO UPDATE SET
        last_cycle_id = excluded.last_cycle_id, last_outcome = excluded.last_outcome,
        last_finished_at = excluded.last_finished_at,
        last_complete_at = coalesce(excluded.last_complete_at, f.last_complete_at),
+       last_complete_started_at = coalesce(excluded.last_complete_started_at, f.last_complete_started_at),
        consecutive_failed = CASE WHEN excluded.last_outcome = 'FAILED' THEN f.consecutive_failed + 1 ELSE 0 END
      WHERE excluded.last_finished_at >= f.last_finished_at`,
-    [m.market, m.kind, m.cycle_id, m.outcome, m.finished_at],
+    [m.market, m.kind, m.cycle_id, m.outcome, m.finished_at, m.started_at],
   );
 }
 

@@ -1,0 +1,41 @@
+/*
+ * Builds the daily export once the data covers a new UTC day.
+ *
+ *   idle ──(every intervalMs)──▶ checking ──(new day covered)──▶ building ──▶ idle
+ *                                   └──(PostgreSQL away)──▶ idle (next tick retries)
+ *   any ──stop()──▶ stopped
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { SalesExportCache } from './cache.js';
+
+export type SchedulerState = 'idle' | 'checking' | 'stopped';
+
+export class DailyExportScheduler {
+  state: SchedulerState = 'idle';
+  private readonly stopCtl = new AbortController();
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly cache: SalesExportCache,
+    private readonly options: { intervalMs: number; onError: (err: unknown) => void },
+  ) {}
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopCtl.abort();
+    await this.loop;
+    this.state = 'stopped';
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopCtl.signal.aborted) {
+      this.state = 'checking';
+      await this.cache.ensureDaily().catch(this.options.onError);
+      this.state = 'idle';
+      await sleep(this.options.intervalMs, undefined, { signal: this.stopCtl.signal }).catch(() => undefined);
+    }
+  }
+}
