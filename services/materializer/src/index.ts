@@ -1,6 +1,6 @@
 /** The materializer's parts, for embedding (tests, a supervisor); main.ts wires them for a process. */
 export { applyBatch, MATERIALIZED_KINDS, type ApplyResult, type MaterializedKind } from './apply.js';
-export { Materializer, type MaterializerOptions, type MaterializerState } from './materializer.js';
+export { Materializer, type BatchReport, type MaterializerOptions, type MaterializerState } from './materializer.js';
 export { OutboxPublisher, type OutboxState } from './outbox.js';
 export { materializerConfigSchema, MIGRATIONS_DIR, type MaterializerConfig } from './config.js';
 export { replay, type ReplayOptions, type ReplayResult, type ReplayState } from './replay.js';

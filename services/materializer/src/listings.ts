@@ -64,69 +64,106 @@ export async function applyListings(
     }),
   );
 
-  // One statement: the latest staged state per item, the state before it (all parts of a
-  // statement see the same snapshot, so `old` is pre-update), the guarded upsert, and the
-  // outbox rows for what really changed. Changes are computed against the row's stored
-  // baselines; refreshStats below replaces them where those baselines belong to an older day.
-  const upsert = `
-    INSERT INTO listings_current (${COLUMNS.join(', ')})
-    SELECT ${COLUMNS.join(', ')} FROM s
-    ON CONFLICT (market, market_hash_name, phase) DO UPDATE SET ${setExcluded(COLUMNS.slice(3))},
-      change_24h = pct_change(excluded.price, listings_current.base_1d),
-      change_7d = pct_change(excluded.price, listings_current.base_7d),
-      change_30d = pct_change(excluded.price, listings_current.base_30d),
-      change_90d = pct_change(excluded.price, listings_current.base_90d)
-    WHERE excluded.observed_at > listings_current.observed_at
-    RETURNING market, market_hash_name, phase, currency, price, count, observed_at`;
-  const latest = `
-    s AS (
-      SELECT DISTINCT ON (market, market_hash_name, phase) *
-      FROM stage_listings_current
-      ORDER BY market, market_hash_name, phase, observed_at DESC, kafka_offset DESC
-    )`;
-  if (options.outbox) {
-    await client.query(`
-      WITH ${latest},
-      old AS (
-        SELECT c.market, c.market_hash_name, c.phase, c.price, c.count
-        FROM listings_current c JOIN s USING (market, market_hash_name, phase)
-      ),
-      up AS (${upsert})
-      INSERT INTO price_change_outbox (market, market_hash_name, phase, currency, old_price, new_price,
-                                       old_count, new_count, observed_at)
-      SELECT up.market, up.market_hash_name, up.phase, up.currency, old.price, up.price, old.count, up.count, up.observed_at
-      FROM up LEFT JOIN old USING (market, market_hash_name, phase)
-      WHERE old.market IS NULL
-         OR old.price IS DISTINCT FROM up.price
-         OR old.count IS DISTINCT FROM up.count`);
-  } else {
-    await client.query(`WITH ${latest} ${upsert}`);
-  }
-
-  // Statistics read closes of days before the row's stats day: recompute them when the row moved
-  // into a new day, is new, or a close of an earlier day changed in this batch (a late event).
+  // History first: the closes of this batch's earlier days are then visible to the statistics.
   await writeHistory(client, events, options.hourlyRetentionDays);
-  await refreshStats(
-    client,
-    `SELECT c.market, c.market_hash_name, c.phase,
-            greatest(c.stats_day, (c.observed_at AT TIME ZONE 'UTC')::date) AS d
-     FROM listings_current c
-     JOIN (SELECT market, market_hash_name, phase, min((observed_at AT TIME ZONE 'UTC')::date) AS first_day
-           FROM stage_listings_current GROUP BY 1, 2, 3) s USING (market, market_hash_name, phase)
-     WHERE c.stats_day IS NULL
-        OR c.stats_day < (c.observed_at AT TIME ZONE 'UTC')::date
-        OR s.first_day < c.stats_day`,
+  let firstPricedDay = Infinity;
+  for (const e of events)
+    if (e.price !== null) firstPricedDay = Math.min(firstPricedDay, Math.floor(e.observed_at / DAY_MS));
+  const { rows: maxDay } = await client.query<{ d: number | null }>(
+    `SELECT (max(stats_day) - DATE '1970-01-01') AS d FROM listings_current WHERE market = ANY($1)`,
+    [[...new Set(events.map((e) => e.market))]],
   );
+  await client.query(MERGE, [options.outbox]);
 
-  // Where each item is listed: the catalogue is what at least two marketplaces list.
-  await client.query(`
-    INSERT INTO item_markets (market_hash_name, phase, market, first_seen_at)
-    SELECT market_hash_name, phase, market, min(observed_at)
-    FROM stage_listings_current WHERE price IS NOT NULL
-    GROUP BY 1, 2, 3
-    ON CONFLICT (market_hash_name, phase, market) DO UPDATE SET first_seen_at = excluded.first_seen_at
-    WHERE excluded.first_seen_at < item_markets.first_seen_at`);
+  // A close of a day before a row's stats day changed (a late event): recompute those rows. Never
+  // in order-preserving operation; the cheap check above keeps the join off the hot path.
+  const late = maxDay[0]?.d;
+  if (late !== null && late !== undefined && firstPricedDay < late) {
+    await refreshStats(
+      client,
+      `SELECT c.market, c.market_hash_name, c.phase, c.stats_day AS d
+       FROM listings_current c
+       JOIN (SELECT market, market_hash_name, phase, min((observed_at AT TIME ZONE 'UTC')::date) AS first_day
+             FROM stage_listings_current WHERE price IS NOT NULL GROUP BY 1, 2, 3) s USING (market, market_hash_name, phase)
+       WHERE s.first_day < c.stats_day`,
+    );
+  }
 }
+
+const STATS = ['base_1d', 'base_7d', 'base_30d', 'base_90d', 'avg_7d', 'avg_30d', 'avg_90d'] as const;
+/** The base or average after the merge: recomputed (excluded.stats_day set) or kept. */
+const kept = (c: string) => `CASE WHEN excluded.stats_day IS NULL THEN listings_current.${c} ELSE excluded.${c} END`;
+
+/**
+ * One statement: the latest staged state per item; the state before it (all parts of a statement
+ * see the same snapshot, so `old` is pre-update); statistics for rows entering a new day (or new),
+ * from closes of earlier days (the lateral is skipped for the rest: a one-time filter); the
+ * upsert guarded by observed_at, computing changes against the bases in force; and outbox rows
+ * for what really changed ($1: write the outbox). Statistics are written in the same row
+ * version as the price: computing them afterwards in a second UPDATE doubled the write cost.
+ */
+const MERGE = `
+  WITH s AS (
+    SELECT DISTINCT ON (market, market_hash_name, phase) *
+    FROM stage_listings_current
+    ORDER BY market, market_hash_name, phase, observed_at DESC, kafka_offset DESC
+  ),
+  old AS (
+    SELECT c.market, c.market_hash_name, c.phase, c.price, c.count, c.stats_day
+    FROM listings_current c JOIN s USING (market, market_hash_name, phase)
+  ),
+  st AS (
+    SELECT s.*, (s.observed_at AT TIME ZONE 'UTC')::date AS d,
+           (old.stats_day IS NULL OR old.stats_day < (s.observed_at AT TIME ZONE 'UTC')::date) AS new_day
+    FROM s LEFT JOIN old USING (market, market_hash_name, phase)
+  ),
+  calc AS (
+    SELECT st.*, a.* FROM st LEFT JOIN LATERAL (
+      SELECT max(l.close) FILTER (WHERE l.day = st.d - 1)  AS b1,
+             max(l.close) FILTER (WHERE l.day = st.d - 7)  AS b7,
+             max(l.close) FILTER (WHERE l.day = st.d - 30) AS b30,
+             max(l.close) FILTER (WHERE l.day = st.d - 90) AS b90,
+             round(avg(l.close) FILTER (WHERE l.day >= st.d - 7), 2)  AS a7,
+             round(avg(l.close) FILTER (WHERE l.day >= st.d - 30), 2) AS a30,
+             round(avg(l.close), 2) AS a90
+      FROM listing_daily l
+      WHERE st.new_day AND l.market = st.market AND l.market_hash_name = st.market_hash_name
+        AND l.phase = st.phase AND l.day >= st.d - 90 AND l.day < st.d
+    ) a ON true
+  ),
+  up AS (
+    INSERT INTO listings_current (${COLUMNS.join(', ')}, stats_day, ${STATS.join(', ')},
+                                  change_24h, change_7d, change_30d, change_90d)
+    SELECT ${COLUMNS.join(', ')}, CASE WHEN new_day THEN d END, b1, b7, b30, b90, a7, a30, a90,
+           pct_change(price, b1), pct_change(price, b7), pct_change(price, b30), pct_change(price, b90)
+    FROM calc
+    ON CONFLICT (market, market_hash_name, phase) DO UPDATE SET ${setExcluded(COLUMNS.slice(3))},
+      stats_day = coalesce(excluded.stats_day, listings_current.stats_day),
+      ${STATS.map((c) => `${c} = ${kept(c)}`).join(', ')},
+      change_24h = pct_change(excluded.price, ${kept('base_1d')}),
+      change_7d = pct_change(excluded.price, ${kept('base_7d')}),
+      change_30d = pct_change(excluded.price, ${kept('base_30d')}),
+      change_90d = pct_change(excluded.price, ${kept('base_90d')})
+    WHERE excluded.observed_at > listings_current.observed_at
+    RETURNING market, market_hash_name, phase, currency, price, count, observed_at
+  ),
+  -- Where each item is listed (the catalogue is what at least two marketplaces list): written for
+  -- keys new or listed again, with the batch's first priced observation; known pairs cost nothing.
+  im AS (
+    INSERT INTO item_markets (market_hash_name, phase, market, first_seen_at)
+    SELECT g.market_hash_name, g.phase, g.market, g.first
+    FROM (SELECT market, market_hash_name, phase, min(observed_at) AS first
+          FROM stage_listings_current WHERE price IS NOT NULL GROUP BY 1, 2, 3) g
+    LEFT JOIN old USING (market, market_hash_name, phase)
+    WHERE old.market IS NULL OR old.price IS NULL
+    ON CONFLICT (market_hash_name, phase, market) DO NOTHING
+  )
+  INSERT INTO price_change_outbox (market, market_hash_name, phase, currency, old_price, new_price,
+                                   old_count, new_count, observed_at)
+  SELECT up.market, up.market_hash_name, up.phase, up.currency, old.price, up.price, old.count, up.count, up.observed_at
+  FROM up LEFT JOIN old USING (market, market_hash_name, phase)
+  WHERE $1::boolean
+    AND (old.market IS NULL OR old.price IS DISTINCT FROM up.price OR old.count IS DISTINCT FROM up.count)`;
 
 /** History: the last observation per hour, and per day the last one with a price. */
 async function writeHistory(client: PoolClient, events: readonly ListingEvent[], retentionDays: number): Promise<void> {

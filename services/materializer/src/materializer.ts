@@ -37,18 +37,21 @@ export interface MaterializerOptions {
   stopAt?: ReadonlyMap<string, bigint>;
 }
 
+/** What a listener hears after each committed batch; `ms` is the time from receipt to commit. */
+export type BatchReport = ApplyResult & { topic: string; ms: number };
+
 export class Materializer {
   state: MaterializerState = 'created';
   private consumer: EventConsumer<MaterializedKind> | undefined;
   private lock: PoolClient | undefined;
-  private readonly listeners = new Set<(r: ApplyResult & { topic: string }) => void>();
+  private readonly listeners = new Set<(r: BatchReport) => void>();
 
   constructor(
     private readonly options: MaterializerOptions,
     private readonly deps: { kafka: Kafka; serde: EventSerde; pool: Pool; logger: Logger },
   ) {}
 
-  onBatch(listener: (r: ApplyResult & { topic: string }) => void): () => void {
+  onBatch(listener: (r: BatchReport) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -81,11 +84,12 @@ export class Materializer {
     };
     this.state = 'consuming';
     await this.consumer.start(async (batch) => {
+      const t0 = performance.now();
       const client = await pool.connect();
       try {
         const result = await applyBatch(client, kindOf.get(batch.topic) as MaterializedKind, batch, applyOptions);
         if (this.state === 'erroring') this.state = 'consuming';
-        for (const l of this.listeners) l({ ...result, topic: batch.topic });
+        for (const l of this.listeners) l({ ...result, topic: batch.topic, ms: performance.now() - t0 });
         if (result.deadLetters > 0)
           logger.error({ topic: batch.topic, count: result.deadLetters }, 'records sent to dead_letters');
       } catch (err) {

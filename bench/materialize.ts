@@ -1,0 +1,232 @@
+/**
+ * Kafka → PostgreSQL materialise rate against the physical limit on the same run: a raw COPY of
+ * the same rows into the same (empty, identically indexed) table.
+ *
+ *   npx tsx bench/materialize.ts [catalogueSize=35000] [runs=1]
+ *
+ * One FULL listings cycle of every listing marketplace (the simulator's model evaluated in
+ * process, produced through the real producer and registry) plus its COMPLETE markers. The
+ * materializer (own schema, outbox on, as in production) is timed from the receipt of its first
+ * batch to the commit that makes it caught up (every partition at its end, every marker applied):
+ * Kafka fetch, Avro decode, COPY to staging, guarded merge, outbox, hourly/daily history,
+ * statistics, liquidity and market cap. The raw COPY is timed alone, its rows already in memory.
+ * Writes bench/results/materialize.json. Needs `make up`.
+ */
+import { writeFileSync } from 'node:fs';
+import { exteriorOfName, flagsOfName, MARKETS } from '@skinprices/domain';
+import {
+  createKafka,
+  deleteTopics,
+  ensureTopics,
+  EventProducer,
+  EventSerde,
+  topicDefinitions,
+  topicFor,
+  type ListingEvent,
+  type PollCycleEvent,
+} from '@skinprices/events';
+import { Materializer, MIGRATIONS_DIR } from '@skinprices/materializer';
+import { createLogger } from '@skinprices/runtime';
+import { formatMinor, generateCatalogue, MarketModel } from '@skinprices/simulator';
+import { copyRows, createPool, ensureSchema, migrate, type CopyValue } from '@skinprices/store';
+
+const size = Number(process.argv[2] ?? 35_000);
+const runs = Number(process.argv[3] ?? 1);
+const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
+const registryUrl = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
+const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skinprices';
+const logger = createLogger('bench', 'warn');
+const AT = Date.UTC(2026, 10, 20, 12);
+
+// ---- the events: one FULL listings cycle per marketplace ------------------------------------
+const model = new MarketModel(generateCatalogue({ seed: 7, size }), 7);
+const listingMarkets = MARKETS.filter((m) => m.capabilities.includes('listings'));
+const events: ListingEvent[] = [];
+for (const market of listingMarkets) {
+  for (const l of model.listings(market.slug, AT)) {
+    const flags = flagsOfName(l.item.marketHashName);
+    events.push({
+      market: market.slug,
+      market_hash_name: l.item.marketHashName,
+      phase: l.item.phase,
+      currency: market.currency,
+      price: l.priceMinor === null ? null : formatMinor(l.priceMinor),
+      count: l.priceMinor === null ? 0 : l.count,
+      exterior: exteriorOfName(l.item.marketHashName),
+      stattrak: flags.stattrak === 1,
+      souvenir: flags.souvenir === 1,
+      template_id: l.item.index,
+      item_page_url: null,
+      observed_at: AT + 1_000,
+      cycle_id: `${market.slug}:LISTINGS:bench`,
+    });
+  }
+}
+
+const kafka = createKafka({ brokers, clientId: 'bench-materialize' });
+const serde = new EventSerde({ registryUrl });
+const suffix = `.bench_${Date.now().toString(36)}`;
+const topics = topicDefinitions().map((t) => ({ ...t, name: `${t.name}${suffix}` }));
+await ensureTopics(kafka, topics);
+const producer = new EventProducer(kafka);
+await producer.connect();
+const listingCodec = await serde.codec(`${topicFor('listing').name}${suffix}`, 'listing');
+const markerCodec = await serde.codec(`${topicFor('pollCycle').name}${suffix}`, 'pollCycle');
+const t0 = performance.now();
+for (let i = 0; i < events.length; i += 5_000) await producer.send(listingCodec, events.slice(i, i + 5_000));
+const admin = kafka.admin();
+await admin.connect();
+// A marker names the last offset of its cycle per partition (as the poller sends it).
+const ends = (await admin.fetchTopicOffsets(listingCodec.topic))
+  .filter((p) => Number(p.high) > 0)
+  .map((p) => ({ partition: p.partition, offset: Number(p.high) - 1 }));
+const markers: PollCycleEvent[] = listingMarkets.map((m) => ({
+  market: m.slug,
+  kind: 'LISTINGS',
+  cycle_id: `${m.slug}:LISTINGS:bench`,
+  mode: 'FULL',
+  started_at: AT,
+  finished_at: AT + 60_000,
+  items_seen: events.filter((e) => e.market === m.slug).length,
+  events_emitted: events.filter((e) => e.market === m.slug).length,
+  outcome: 'COMPLETE',
+  error: null,
+  data_topic: listingCodec.topic,
+  end_offsets: ends,
+}));
+await producer.send(markerCodec, markers);
+const produceSeconds = (performance.now() - t0) / 1000;
+console.log(`produced ${events.length} listing events in ${produceSeconds.toFixed(1)} s`);
+
+// ---- the rows a raw COPY writes: exactly the staged columns of the same events ---------------
+const COLUMNS = [
+  'market',
+  'market_hash_name',
+  'phase',
+  'currency',
+  'price',
+  'count',
+  'exterior',
+  'stattrak',
+  'souvenir',
+  'template_id',
+  'item_page_url',
+  'observed_at',
+  'cycle_id',
+] as const;
+const rows: CopyValue[][] = events.map((e) => [
+  e.market,
+  e.market_hash_name,
+  e.phase,
+  e.currency,
+  e.price,
+  e.count,
+  e.exterior,
+  e.stattrak,
+  e.souvenir,
+  e.template_id,
+  e.item_page_url,
+  new Date(e.observed_at),
+  e.cycle_id,
+]);
+
+async function freshSchema(name: string) {
+  const adminPool = createPool({ databaseUrl, max: 1 });
+  await adminPool.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+  await adminPool.end();
+  const pool = createPool({ databaseUrl, schema: name, max: 6, applicationName: 'bench' });
+  await ensureSchema(pool, name);
+  await migrate(pool, MIGRATIONS_DIR);
+  return pool;
+}
+
+async function dropSchema(name: string) {
+  const adminPool = createPool({ databaseUrl, max: 1 });
+  await adminPool.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+  await adminPool.end();
+}
+
+interface Run {
+  materialize_seconds: number;
+  copy_seconds: number;
+  batches: number;
+}
+const measured: Run[] = [];
+for (let run = 0; run < runs; run++) {
+  // Materialize.
+  const schemaA = `bench_mat_${run}`;
+  const pool = await freshSchema(schemaA);
+  const materializer = new Materializer(
+    { groupId: `bench-${Date.now().toString(36)}-${run}`, topicSuffix: suffix, migrationsDir: MIGRATIONS_DIR },
+    { kafka, serde, pool, logger },
+  );
+  let first: number | undefined;
+  let last = 0;
+  let batches = 0;
+  let markersApplied = 0;
+  const done = new Promise<void>((resolve) => {
+    materializer.onBatch((r) => {
+      const now = performance.now();
+      first ??= now - r.ms;
+      last = now;
+      batches++;
+      markersApplied += r.markersApplied.length;
+      if (markersApplied === markers.length) resolve();
+    });
+  });
+  await materializer.start();
+  await done;
+  await materializer.stop();
+  const materializeSeconds = (last - (first as number)) / 1000;
+  const check = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM listings_current');
+  if (check.rows[0]?.n !== events.length) throw new Error(`materialized ${check.rows[0]?.n} of ${events.length}`);
+  await pool.end();
+  await dropSchema(schemaA);
+
+  // Raw COPY of the same rows into the same table.
+  const schemaB = `bench_copy_${run}`;
+  const copyPool = await freshSchema(schemaB);
+  const client = await copyPool.connect();
+  const c0 = performance.now();
+  await client.query('BEGIN');
+  await copyRows(client, 'listings_current', COLUMNS, rows);
+  await client.query('COMMIT');
+  const copySeconds = (performance.now() - c0) / 1000;
+  client.release();
+  await copyPool.end();
+  await dropSchema(schemaB);
+  measured.push({ materialize_seconds: materializeSeconds, copy_seconds: copySeconds, batches });
+  console.log(
+    `run ${run + 1}: materialize ${materializeSeconds.toFixed(2)} s (${batches} batches), raw COPY ${copySeconds.toFixed(2)} s`,
+  );
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+const mat = median(measured.map((m) => m.materialize_seconds));
+const copy = median(measured.map((m) => m.copy_seconds));
+const report = {
+  what: 'Kafka → PostgreSQL: one FULL listings cycle of every listing marketplace, plus its markers',
+  limit: 'raw COPY of the same rows into the same empty listings_current table, rows in memory',
+  machine: '2 cores; Kafka, registry, PostgreSQL and the benchmark on the same machine',
+  catalogue_names: size,
+  events: events.length,
+  runs: measured,
+  materialize_seconds: Number(mat.toFixed(3)),
+  copy_seconds: Number(copy.toFixed(3)),
+  materialize_events_per_second: Math.round(events.length / mat),
+  copy_rows_per_second: Math.round(events.length / copy),
+  materialize_ratio: Number((copy / mat).toFixed(3)),
+  target_ratio: 0.5,
+  measured_at: new Date().toISOString(),
+};
+writeFileSync(new URL('./results/materialize.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
+console.log(JSON.stringify({ materialize_ratio: report.materialize_ratio, events: events.length, mat, copy }));
+
+await producer.disconnect();
+await admin.disconnect();
+await deleteTopics(
+  kafka,
+  topics.map((t) => t.name),
+);
+for (const t of topics) await serde.deleteSubject(`${t.name}-value`);
+process.exit(0);
