@@ -1,5 +1,7 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { parseRetryAfter } from './client.js';
+import { parseRetryAfter, UpstreamClient } from './client.js';
 
 const NOW = Date.UTC(2015, 9, 21, 7, 27, 30);
 
@@ -52,4 +54,34 @@ describe('parseRetryAfter', () => {
       expect(parseRetryAfter(value, NOW)).toBeUndefined();
     },
   );
+});
+
+// Root cause guarded: the skew is re-learnt from every response's whole-second Date header, so
+// `Date.now() + skew` stepped back by up to a second between responses. A cycle's rows then looked
+// older than the cycle's own start, and its COMPLETE marker removed the very rows it had just seen.
+describe('UpstreamClient.upstreamNow', () => {
+  it('never goes back when a later Date header (whole seconds) re-bases the skew', async () => {
+    const upstreamTime = 'Tue, 01 Jan 2030 00:00:00 GMT';
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { date: upstreamTime, 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    const client = new UpstreamClient({ baseUrl: `http://127.0.0.1:${port}`, market: 'cn-a' });
+    try {
+      await client.syncClock();
+      const first = client.upstreamNow();
+      expect(first).toBeGreaterThanOrEqual(Date.parse(upstreamTime));
+      await new Promise((r) => setTimeout(r, 50));
+      const beforeResync = client.upstreamNow();
+      await client.syncClock(); // the same whole second again: the raw sum steps back by ~50 ms
+      const after = client.upstreamNow();
+      expect(after).toBeGreaterThanOrEqual(beforeResync);
+      expect(beforeResync).toBeGreaterThanOrEqual(first + 40);
+    } finally {
+      await client.close();
+      server.close();
+    }
+  });
 });
