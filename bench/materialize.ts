@@ -25,7 +25,7 @@ import {
   type ListingEvent,
   type PollCycleEvent,
 } from '@skinprices/events';
-import { Materializer, MIGRATIONS_DIR } from '@skinprices/materializer';
+import { LISTING_COLUMNS, listingRow, Materializer, MIGRATIONS_DIR } from '@skinprices/materializer';
 import { createLogger } from '@skinprices/runtime';
 import { formatMinor, generateCatalogue, MarketModel } from '@skinprices/simulator';
 import { copyRows, createPool, ensureSchema, migrate, type CopyValue } from '@skinprices/store';
@@ -99,36 +99,7 @@ const produceSeconds = (performance.now() - t0) / 1000;
 console.log(`produced ${events.length} listing events in ${produceSeconds.toFixed(1)} s`);
 
 // ---- the rows a raw COPY writes: exactly the staged columns of the same events ---------------
-const COLUMNS = [
-  'market',
-  'market_hash_name',
-  'phase',
-  'currency',
-  'price',
-  'count',
-  'exterior',
-  'stattrak',
-  'souvenir',
-  'template_id',
-  'item_page_url',
-  'observed_at',
-  'cycle_id',
-] as const;
-const rows: CopyValue[][] = events.map((e) => [
-  e.market,
-  e.market_hash_name,
-  e.phase,
-  e.currency,
-  e.price,
-  e.count,
-  e.exterior,
-  e.stattrak,
-  e.souvenir,
-  e.template_id,
-  e.item_page_url,
-  new Date(e.observed_at),
-  e.cycle_id,
-]);
+const rows: CopyValue[][] = events.map(listingRow);
 
 async function freshSchema(name: string) {
   const adminPool = createPool({ databaseUrl, max: 1 });
@@ -189,7 +160,7 @@ for (let run = 0; run < runs; run++) {
   const client = await copyPool.connect();
   const c0 = performance.now();
   await client.query('BEGIN');
-  await copyRows(client, 'listings_current', COLUMNS, rows);
+  await copyRows(client, 'listings_current', LISTING_COLUMNS, rows);
   await client.query('COMMIT');
   const copySeconds = (performance.now() - c0) / 1000;
   client.release();

@@ -4,9 +4,15 @@
  * and after a swap the live materializer resumes where the replay stopped.
  */
 import { AppError, type MarketSlug } from '@skinprices/domain';
-import { EventProducer, topicFor } from '@skinprices/events';
+import { topicFor } from '@skinprices/events';
 import type { Kind } from '@skinprices/marketplaces';
-import { MIGRATIONS_DIR, OutboxPublisher, replay, tableChecksums, type Materializer } from '@skinprices/materializer';
+import {
+  MIGRATIONS_DIR,
+  replay,
+  tableChecksums,
+  type Materializer,
+  type OutboxPublisher,
+} from '@skinprices/materializer';
 import type { Poller } from '@skinprices/poller';
 import { createLogger } from '@skinprices/runtime';
 import { createPool, type Pool } from '@skinprices/store';
@@ -15,6 +21,7 @@ import {
   projectTopics,
   readTopic,
   startMaterializer,
+  startOutbox,
   startPoller,
   startSimulator,
   untilApplied,
@@ -70,17 +77,7 @@ describe('materializer: replay', () => {
       await admin.end();
     });
     live = await startMaterializer(stack, suffix, pool, { groupId });
-    const producer = new EventProducer(stack.kafka);
-    await producer.connect();
-    outbox = new OutboxPublisher(
-      { topicSuffix: suffix, intervalMs: 100, batchSize: 1000 },
-      { pool, producer, serde: stack.serde, logger },
-    );
-    outbox.start();
-    stack.defer(async () => {
-      await outbox.stop();
-      await producer.disconnect();
-    });
+    outbox = await startOutbox(stack, suffix, pool);
     for (const [m] of PLAN) pollers.set(m, (await startPoller(stack, sim, m, suffix)).poller);
 
     // Three rounds across a day boundary, with a removal and a partial cycle in between.

@@ -3,12 +3,19 @@
  * simulator's truth; vanished items become NULL (never zero) only after a complete cycle; a
  * partial cycle changes nothing; committed changes reach price-changes.v1.
  */
-import { topicFor, EventProducer } from '@skinprices/events';
-import { Materializer, MIGRATIONS_DIR, OutboxPublisher } from '@skinprices/materializer';
-import { createLogger } from '@skinprices/runtime';
+import { topicFor } from '@skinprices/events';
+import type { OutboxPublisher } from '@skinprices/materializer';
 import type { Pool } from '@skinprices/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectTopics, readTopic, startPoller, startSimulator, type Sim } from '../support/pipeline.js';
+import {
+  projectTopics,
+  readTopic,
+  startMaterializer,
+  startOutbox,
+  startPoller,
+  startSimulator,
+  type Sim,
+} from '../support/pipeline.js';
 import { TestStack } from '../support/stack.js';
 
 type MarketSlug = 'cn-a' | 'cn-b' | 'eu-a';
@@ -18,7 +25,6 @@ describe('materializer: listings', () => {
   let sim: Sim;
   let suffix: string;
   let pool: Pool;
-  const groupId = stack.groupId();
   const pollers = new Map<MarketSlug, Awaited<ReturnType<typeof startPoller>>['poller']>();
   let outbox: OutboxPublisher;
 
@@ -26,24 +32,8 @@ describe('materializer: listings', () => {
     sim = await startSimulator(stack, 200);
     suffix = await projectTopics(stack);
     ({ pool } = await stack.schema());
-    const logger = createLogger('materializer', 'silent');
-    const materializer = new Materializer(
-      { groupId, topicSuffix: suffix, migrationsDir: MIGRATIONS_DIR },
-      { kafka: stack.kafka, serde: stack.serde, pool, logger },
-    );
-    await materializer.start();
-    stack.defer(() => materializer.stop());
-    const producer = new EventProducer(stack.kafka);
-    await producer.connect();
-    outbox = new OutboxPublisher(
-      { topicSuffix: suffix, intervalMs: 100, batchSize: 1000 },
-      { pool, producer, serde: stack.serde, logger },
-    );
-    outbox.start();
-    stack.defer(async () => {
-      await outbox.stop();
-      await producer.disconnect();
-    });
+    await startMaterializer(stack, suffix, pool);
+    outbox = await startOutbox(stack, suffix, pool);
     for (const m of ['cn-a', 'cn-b', 'eu-a'] as const)
       pollers.set(m, (await startPoller(stack, sim, m, suffix)).poller);
   }, 60_000);

@@ -12,7 +12,7 @@ import {
   type EventMap,
 } from '@skinprices/events';
 import { UpstreamClient, type Kind } from '@skinprices/marketplaces';
-import { Materializer, MIGRATIONS_DIR, type MaterializerOptions } from '@skinprices/materializer';
+import { Materializer, MIGRATIONS_DIR, OutboxPublisher, type MaterializerOptions } from '@skinprices/materializer';
 import { PollerMetrics, Poller, type PollerOptions } from '@skinprices/poller';
 import { createLogger } from '@skinprices/runtime';
 import {
@@ -166,4 +166,20 @@ export async function untilApplied(pool: Pool, cycleId: string, timeoutMs = 30_0
     if (Date.now() > deadline) throw new Error(`marker ${cycleId} not applied within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** An outbox publisher (fast polling) on the test's topics and schema, with its own producer. */
+export async function startOutbox(stack: TestStack, suffix: string, pool: Pool): Promise<OutboxPublisher> {
+  const producer = new EventProducer(stack.kafka);
+  await producer.connect();
+  const outbox = new OutboxPublisher(
+    { topicSuffix: suffix, intervalMs: 100, batchSize: 1000 },
+    { pool, producer, serde: stack.serde, logger: createLogger('outbox', 'silent') },
+  );
+  outbox.start();
+  stack.defer(async () => {
+    await outbox.stop();
+    await producer.disconnect();
+  });
+  return outbox;
 }

@@ -13,6 +13,7 @@
  * The window is [window_start, window_end): exactly 24 hours.
  */
 import { PassThrough } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { ZipArchive } from 'archiver';
 import { copyOut, type Pool } from '@skinprices/store';
 
@@ -68,10 +69,17 @@ export async function buildSalesExport(pool: Pool, to: Date): Promise<BuiltExpor
     });
     zip.pipe(sink);
     const q = queries(from, to);
-    // The client runs its queries one after the other; archiver reads the entries in order.
-    for (const name of EXPORT_FILES)
-      zip.append(copyOut(client, `COPY (${q[name]}) TO STDOUT WITH (FORMAT csv, HEADER)`), { name, date: to });
-    await zip.finalize();
+    // One entry stream per file, filled one COPY at a time: a client runs one query at a time, and
+    // archiver reads its entries in order, so each COPY starts when the previous file is written.
+    const entries = EXPORT_FILES.map(() => new PassThrough());
+    EXPORT_FILES.forEach((name, i) => zip.append(entries[i] as PassThrough, { name, date: to }));
+    const finalized = zip.finalize();
+    for (const [i, name] of EXPORT_FILES.entries())
+      await pipeline(
+        copyOut(client, `COPY (${q[name]}) TO STDOUT WITH (FORMAT csv, HEADER)`),
+        entries[i] as PassThrough,
+      );
+    await finalized;
     await done;
     await client.query('COMMIT');
     return { windowStart: from, windowEnd: to, sales: rows[0]?.n ?? 0, bytes: Buffer.concat(chunks) };

@@ -101,6 +101,9 @@ export async function applyBatch(
       );
     }
     result.markersApplied = await applyReadyMarkers(client, groupId, derived);
+    // Readers (the API's body caches) hear of the change when, and only if, it commits.
+    if (result.applied > 0 || result.markersApplied.length > 0)
+      await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema())`);
     await client.query('COMMIT');
     return result;
   } catch (err) {

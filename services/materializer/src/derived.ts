@@ -15,6 +15,20 @@ import type { PoolClient } from '@skinprices/store';
 import { hourPartitionName } from './partitions.js';
 
 /**
+ * The statistics of one item as aggregates over its daily closes `l` (already restricted to the
+ * 90 days before the stats day `d`): bases b1 b7 b30 b90 and averages a7 a30 a90.
+ */
+export function statsAggregates(l: string, d: string): string {
+  return `max(${l}.close) FILTER (WHERE ${l}.day = ${d} - 1) AS b1,
+          max(${l}.close) FILTER (WHERE ${l}.day = ${d} - 7) AS b7,
+          max(${l}.close) FILTER (WHERE ${l}.day = ${d} - 30) AS b30,
+          max(${l}.close) FILTER (WHERE ${l}.day = ${d} - 90) AS b90,
+          round(avg(${l}.close) FILTER (WHERE ${l}.day >= ${d} - 7), 2) AS a7,
+          round(avg(${l}.close) FILTER (WHERE ${l}.day >= ${d} - 30), 2) AS a30,
+          round(avg(${l}.close), 2) AS a90`;
+}
+
+/**
  * Recomputes the statistics of the listings rows selected by `targets`, a query returning
  * (market, market_hash_name, phase, d) with d the stats day to compute for.
  */
@@ -23,13 +37,7 @@ export async function refreshStats(client: PoolClient, targets: string, params: 
     `WITH t AS (${targets}),
      a AS (
        SELECT t.market, t.market_hash_name, t.phase, t.d,
-              max(l.close) FILTER (WHERE l.day = t.d - 1)  AS b1,
-              max(l.close) FILTER (WHERE l.day = t.d - 7)  AS b7,
-              max(l.close) FILTER (WHERE l.day = t.d - 30) AS b30,
-              max(l.close) FILTER (WHERE l.day = t.d - 90) AS b90,
-              round(avg(l.close) FILTER (WHERE l.day >= t.d - 7), 2)  AS a7,
-              round(avg(l.close) FILTER (WHERE l.day >= t.d - 30), 2) AS a30,
-              round(avg(l.close), 2) AS a90
+              ${statsAggregates('l', 't.d')}
        FROM t LEFT JOIN listing_daily l
          ON l.market = t.market AND l.market_hash_name = t.market_hash_name AND l.phase = t.phase
         AND l.day >= t.d - 90 AND l.day < t.d

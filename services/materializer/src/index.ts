@@ -5,3 +5,4 @@ export { OutboxPublisher, type OutboxState } from './outbox.js';
 export { materializerConfigSchema, MIGRATIONS_DIR, type MaterializerConfig } from './config.js';
 export { replay, type ReplayOptions, type ReplayResult, type ReplayState } from './replay.js';
 export { tableChecksums, type TableChecksum } from './checksums.js';
+export { LISTING_COLUMNS, listingRow } from './listings.js';

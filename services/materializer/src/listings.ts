@@ -4,12 +4,13 @@
  */
 import { DAY_MS, startOfUtcDay } from '@skinprices/domain';
 import type { DecodedMessage, ListingEvent } from '@skinprices/events';
-import type { PoolClient } from '@skinprices/store';
+import type { CopyValue, PoolClient } from '@skinprices/store';
 import { setExcluded, stage } from './stage.js';
-import { refreshStats } from './derived.js';
+import { refreshStats, statsAggregates } from './derived.js';
 import { ensureHourPartitions } from './partitions.js';
 
-const COLUMNS = [
+/** The staged columns of a listing event, in COPY order (the benchmark's raw COPY uses them too). */
+export const LISTING_COLUMNS = [
   'market',
   'market_hash_name',
   'phase',
@@ -24,6 +25,25 @@ const COLUMNS = [
   'observed_at',
   'cycle_id',
 ] as const;
+
+/** A listing event as a COPY row of LISTING_COLUMNS. */
+export function listingRow(e: ListingEvent): CopyValue[] {
+  return [
+    e.market,
+    e.market_hash_name,
+    e.phase,
+    e.currency,
+    e.price,
+    e.count,
+    e.exterior,
+    e.stattrak,
+    e.souvenir,
+    e.template_id,
+    e.item_page_url,
+    new Date(e.observed_at),
+    e.cycle_id,
+  ];
+}
 
 export interface ListingOptions {
   /** Write outbox rows for committed changes (off while replaying: see replay.ts). */
@@ -42,26 +62,8 @@ export async function applyListings(
   await stage(
     client,
     'listings_current',
-    COLUMNS,
-    messages.map((m, i) => {
-      const e = events[i] as ListingEvent;
-      return [
-        e.market,
-        e.market_hash_name,
-        e.phase,
-        e.currency,
-        e.price,
-        e.count,
-        e.exterior,
-        e.stattrak,
-        e.souvenir,
-        e.template_id,
-        e.item_page_url,
-        new Date(e.observed_at),
-        e.cycle_id,
-        m.offset,
-      ];
-    }),
+    LISTING_COLUMNS,
+    messages.map((m, i) => [...listingRow(events[i] as ListingEvent), m.offset]),
   );
 
   // History first: the closes of this batch's earlier days are then visible to the statistics.
@@ -119,25 +121,19 @@ const MERGE = `
   ),
   calc AS (
     SELECT st.*, a.* FROM st LEFT JOIN LATERAL (
-      SELECT max(l.close) FILTER (WHERE l.day = st.d - 1)  AS b1,
-             max(l.close) FILTER (WHERE l.day = st.d - 7)  AS b7,
-             max(l.close) FILTER (WHERE l.day = st.d - 30) AS b30,
-             max(l.close) FILTER (WHERE l.day = st.d - 90) AS b90,
-             round(avg(l.close) FILTER (WHERE l.day >= st.d - 7), 2)  AS a7,
-             round(avg(l.close) FILTER (WHERE l.day >= st.d - 30), 2) AS a30,
-             round(avg(l.close), 2) AS a90
+      SELECT ${statsAggregates('l', 'st.d')}
       FROM listing_daily l
       WHERE st.new_day AND l.market = st.market AND l.market_hash_name = st.market_hash_name
         AND l.phase = st.phase AND l.day >= st.d - 90 AND l.day < st.d
     ) a ON true
   ),
   up AS (
-    INSERT INTO listings_current (${COLUMNS.join(', ')}, stats_day, ${STATS.join(', ')},
+    INSERT INTO listings_current (${LISTING_COLUMNS.join(', ')}, stats_day, ${STATS.join(', ')},
                                   change_24h, change_7d, change_30d, change_90d)
-    SELECT ${COLUMNS.join(', ')}, CASE WHEN new_day THEN d END, b1, b7, b30, b90, a7, a30, a90,
+    SELECT ${LISTING_COLUMNS.join(', ')}, CASE WHEN new_day THEN d END, b1, b7, b30, b90, a7, a30, a90,
            pct_change(price, b1), pct_change(price, b7), pct_change(price, b30), pct_change(price, b90)
     FROM calc
-    ON CONFLICT (market, market_hash_name, phase) DO UPDATE SET ${setExcluded(COLUMNS.slice(3))},
+    ON CONFLICT (market, market_hash_name, phase) DO UPDATE SET ${setExcluded(LISTING_COLUMNS.slice(3))},
       stats_day = coalesce(excluded.stats_day, listings_current.stats_day),
       ${STATS.map((c) => `${c} = ${kept(c)}`).join(', ')},
       change_24h = pct_change(excluded.price, ${kept('base_1d')}),

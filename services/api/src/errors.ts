@@ -1,0 +1,33 @@
+/** One error body everywhere (design.md): {"error":{"status":403,"code":"plan_required","message":"…"}}. */
+export type ApiErrorCode =
+  | 'key_missing'
+  | 'key_invalid'
+  | 'key_disabled'
+  | 'key_expired'
+  | 'plan_required'
+  | 'endpoint_not_allowed'
+  | 'rate_limited'
+  | 'bad_parameter'
+  | 'not_found'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'not_available'
+  | 'internal';
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ApiErrorCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+
+  body(): { error: { status: number; code: ApiErrorCode; message: string } } {
+    return { error: { status: this.status, code: this.code, message: this.message } };
+  }
+}
+
+export const badParameter = (name: string, why: string): ApiError =>
+  new ApiError(400, 'bad_parameter', `${name}: ${why}`);

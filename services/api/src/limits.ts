@@ -1,0 +1,78 @@
+/**
+ * Request limits per key: per second (10, spec section 8), per minute and per day, as fixed
+ * windows. The per-second window is checked first, and a request refused there does not count
+ * against the minute or the day. One API process can count in memory; several must share the
+ * counts, through Redis (one Lua script per request: atomic, one round trip).
+ */
+import { Redis } from 'ioredis';
+import type { ApiKey } from './keys.js';
+
+export type Verdict = { ok: true } | { ok: false; window: 'second' | 'minute' | 'day'; retryAfterS: number };
+
+export interface RateLimiter {
+  hit(key: ApiKey, now?: number): Promise<Verdict>;
+  close(): Promise<void>;
+}
+
+const WINDOWS = [
+  ['second', 1_000],
+  ['minute', 60_000],
+  ['day', 86_400_000],
+] as const;
+
+const limitOf = (key: ApiKey, w: (typeof WINDOWS)[number][0]) =>
+  w === 'second' ? key.perSecond : w === 'minute' ? key.perMinute : key.perDay;
+
+/** Whole seconds until the window ends (at least 1: the spec's "retry after 1 second"). */
+const retryAfter = (now: number, ms: number) => Math.max(1, Math.ceil((ms - (now % ms)) / 1000));
+
+export class MemoryRateLimiter implements RateLimiter {
+  private readonly counts = new Map<string, { window: number; n: number }>();
+
+  async hit(key: ApiKey, now = Date.now()): Promise<Verdict> {
+    for (const [w, ms] of WINDOWS) {
+      const slot = `${key.id}:${w}`;
+      const window = Math.floor(now / ms);
+      const c = this.counts.get(slot);
+      const n = c && c.window === window ? c.n + 1 : 1;
+      this.counts.set(slot, { window, n });
+      if (n > limitOf(key, w)) return { ok: false, window: w, retryAfterS: retryAfter(now, ms) };
+    }
+    return { ok: true };
+  }
+
+  async close(): Promise<void> {}
+}
+
+const SCRIPT = `
+for i = 1, 3 do
+  local n = redis.call('INCR', KEYS[i])
+  if n == 1 then redis.call('PEXPIRE', KEYS[i], ARGV[3 + i]) end
+  if n > tonumber(ARGV[i]) then return i end
+end
+return 0`;
+
+export class RedisRateLimiter implements RateLimiter {
+  private readonly redis: Redis;
+
+  constructor(url: string) {
+    this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    this.redis.defineCommand('spLimit', { numberOfKeys: 3, lua: SCRIPT });
+  }
+
+  async hit(key: ApiKey, now = Date.now()): Promise<Verdict> {
+    const keys = WINDOWS.map(([w, ms]) => `sp:rl:${key.id}:${w}:${Math.floor(now / ms)}`);
+    const args = [...WINDOWS.map(([w]) => limitOf(key, w)), ...WINDOWS.map(([, ms]) => ms + 1_000)];
+    const over = (await (this.redis as unknown as { spLimit(...a: (string | number)[]): Promise<number> }).spLimit(
+      ...keys,
+      ...args,
+    )) as number;
+    if (over === 0) return { ok: true };
+    const [w, ms] = WINDOWS[over - 1] as (typeof WINDOWS)[number];
+    return { ok: false, window: w, retryAfterS: retryAfter(now, ms) };
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit();
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * Plans and the endpoint catalogue (spec sections 1 and 4). An endpoint id is its method and
+ * path template, exactly as a key's `allowed_endpoints` names it.
+ */
+export const PLANS = ['basic', 'pro', 'enterprise'] as const;
+export type Plan = (typeof PLANS)[number];
+
+const RANK: Record<Plan, number> = { basic: 0, pro: 1, enterprise: 2 };
+
+/** Higher tiers include everything from lower tiers. */
+export function planIncludes(have: Plan, need: Plan): boolean {
+  return RANK[have] >= RANK[need];
+}
+
+export const ENDPOINTS = {
+  'GET /v1/prices/{market}': 'basic',
+  'GET /v1/prices/{market}/buyorder': 'pro',
+  'GET /v1/prices/latest': 'basic',
+  'POST /v1/prices/latest': 'basic',
+  'GET /v1/prices/search': 'basic',
+  'GET /v1/prices/{market}/history': 'basic',
+  'GET /v1/{store_market}': 'basic',
+  'GET /v2/prices/float-ranged': 'pro',
+  // CN-A lists every individual order (enterprise); CN-B's float-range orders are buy-order data (pro).
+  'GET /v1/prices/{market}/float-buyorder': 'pro',
+  'GET /v1/market-sales/search': 'enterprise',
+  'GET /v1/market-sales/export': 'enterprise',
+  'GET /v1/indexes/market-cap': 'enterprise',
+  'GET /v1/status': 'basic',
+} as const satisfies Record<string, Plan>;
+export type EndpointId = keyof typeof ENDPOINTS;
+export const ENDPOINT_IDS = Object.keys(ENDPOINTS) as EndpointId[];
+
+/** The plan an endpoint needs for a given marketplace (CN-A's float buy orders are enterprise). */
+export function planFor(endpoint: EndpointId, market?: string): Plan {
+  if (endpoint === 'GET /v1/prices/{market}/float-buyorder' && market === 'cn-a') return 'enterprise';
+  return ENDPOINTS[endpoint];
+}
+
+/** Default per-minute and per-day limits per plan (per second is 10 everywhere, spec section 8). */
+export const PLAN_LIMITS: Record<Plan, { perSecond: number; perMinute: number; perDay: number }> = {
+  basic: { perSecond: 10, perMinute: 300, perDay: 50_000 },
+  pro: { perSecond: 10, perMinute: 600, perDay: 200_000 },
+  enterprise: { perSecond: 10, perMinute: 600, perDay: 1_000_000 },
+};
