@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps up up-cluster down status run replay test test-unit test-integration lint typecheck format clean
+.PHONY: help deps up up-cluster down status run replay keys test test-unit test-integration lint typecheck format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -30,6 +30,9 @@ status: ## what of the local stack is running
 run: up ## run the platform locally (for now: the stack; services arrive with their issues)
 	@echo "Stack is up. Kafka 127.0.0.1:9092, registry http://127.0.0.1:8081/apis/ccompat/v7, PostgreSQL $${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/skinprices}"
 	@echo "Stop it with: make down"
+
+keys: deps ## manage API keys: make keys ARGS='create --customer acme --plan pro' (list, disable, expire, restrict)
+	node --import tsx services/api/src/keys-cli.ts $(ARGS)
 
 replay: up ## rebuild the read model from the topics (stop the materializer first); prints table checksums
 	node --import tsx services/materializer/src/replay-main.ts

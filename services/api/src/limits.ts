@@ -31,7 +31,7 @@ export class MemoryRateLimiter implements RateLimiter {
 
   async hit(key: ApiKey, now = Date.now()): Promise<Verdict> {
     for (const [w, ms] of WINDOWS) {
-      const slot = `${key.id}:${w}`;
+      const slot = `${key.prefix}:${w}`;
       const window = Math.floor(now / ms);
       const c = this.counts.get(slot);
       const n = c && c.window === window ? c.n + 1 : 1;
@@ -61,7 +61,7 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async hit(key: ApiKey, now = Date.now()): Promise<Verdict> {
-    const keys = WINDOWS.map(([w, ms]) => `sp:rl:${key.id}:${w}:${Math.floor(now / ms)}`);
+    const keys = WINDOWS.map(([w, ms]) => `sp:rl:${key.prefix}:${w}:${Math.floor(now / ms)}`);
     const args = [...WINDOWS.map(([w]) => limitOf(key, w)), ...WINDOWS.map(([, ms]) => ms + 1_000)];
     const over = (await (this.redis as unknown as { spLimit(...a: (string | number)[]): Promise<number> }).spLimit(
       ...keys,

@@ -158,3 +158,195 @@ export class ReadModel {
     });
   }
 }
+
+export interface HistoryPoint {
+  date?: string;
+  time?: string;
+  price: string | null;
+  count: number | null;
+}
+
+export class ReadModelMore {
+  constructor(private readonly pool: Pool) {}
+
+  async history(market: string, name: string, phase: string, resolution: 'daily' | 'hourly'): Promise<HistoryPoint[]> {
+    if (resolution === 'daily') {
+      const { rows } = await this.pool.query<{ day: string; close: string; count: number | null }>(
+        `SELECT day::text AS day, close, count FROM listing_daily
+         WHERE market = $1 AND market_hash_name = $2 AND phase = $3 ORDER BY day`,
+        [market, name, phase],
+      );
+      return rows.map((r) => ({ date: r.day, price: r.close, count: r.count }));
+    }
+    const { rows } = await this.pool.query<{ hour: Date; price: string | null; count: number }>(
+      `SELECT hour, price, count FROM listing_hourly
+       WHERE market = $1 AND market_hash_name = $2 AND phase = $3 ORDER BY hour`,
+      [market, name, phase],
+    );
+    return rows.map((r) => ({ time: r.hour.toISOString(), price: r.price, count: r.count }));
+  }
+
+  async store(market: string, name?: string): Promise<Record<string, unknown>[]> {
+    const { rows } = await this.pool.query<{
+      market_hash_name: string;
+      phase: string;
+      price: string | null;
+      count: number | null;
+      change_24h: string | null;
+      change_7d: string | null;
+      observed_at: Date | null;
+      asks: unknown;
+      bids: unknown;
+      book_at: Date | null;
+    }>(
+      `SELECT coalesce(c.market_hash_name, b.market_hash_name) AS market_hash_name, coalesce(c.phase, b.phase) AS phase,
+              c.price, c.count, c.change_24h, c.change_7d, c.observed_at, b.asks, b.bids, b.observed_at AS book_at
+       FROM (SELECT * FROM listings_current WHERE market = $1 AND price IS NOT NULL) c
+       FULL JOIN (SELECT * FROM order_book_current WHERE market = $1) b USING (market_hash_name, phase)
+       WHERE $2::text IS NULL OR coalesce(c.market_hash_name, b.market_hash_name) = $2
+       ORDER BY 1, 2`,
+      [market, name ?? null],
+    );
+    return rows.map((r) => ({
+      market_hash_name: r.market_hash_name,
+      phase: r.phase,
+      price: r.price,
+      count: r.count ?? 0,
+      change_24h: r.change_24h,
+      change_7d: r.change_7d,
+      updated_at: iso(r.observed_at ?? r.book_at),
+      order_book: r.asks === null ? null : { asks: r.asks, bids: r.bids, updated_at: iso(r.book_at) },
+    }));
+  }
+
+  async floatRanged(market?: string): Promise<Record<string, unknown>[]> {
+    const { rows } = await this.pool.query<{
+      market: string;
+      market_hash_name: string;
+      phase: string;
+      float_min: string;
+      float_max: string;
+      first_price: string | null;
+      fifth_price: string | null;
+      count: number;
+      phase_labels: Record<string, string>;
+      observed_at: Date;
+    }>(
+      `SELECT market, market_hash_name, phase, float_min::text, float_max::text, first_price, fifth_price, count,
+              phase_labels, observed_at
+       FROM float_ranged_current WHERE $1::text IS NULL OR market = $1
+       ORDER BY market, market_hash_name, phase, float_min`,
+      [market ?? null],
+    );
+    return rows.map((r) => ({
+      market: r.market,
+      market_hash_name: r.market_hash_name,
+      phase: r.phase,
+      float_range: { min: r.float_min, max: r.float_max },
+      first_price: r.first_price,
+      fifth_price: r.fifth_price,
+      count: r.count,
+      phase_labels: r.phase_labels,
+      updated_at: iso(r.observed_at),
+    }));
+  }
+
+  async floatBuyorders(market: string, name?: string, float?: string): Promise<Record<string, unknown>[]> {
+    const { rows } = await this.pool.query<{
+      order_id: string;
+      market_hash_name: string;
+      phase: string;
+      price: string;
+      quantity: number;
+      float_min: string | null;
+      float_max: string | null;
+      condition: string | null;
+      observed_at: Date;
+    }>(
+      `SELECT order_id, market_hash_name, phase, price, quantity, float_min::text, float_max::text, condition, observed_at
+       FROM float_buyorders_current
+       WHERE market = $1 AND ($2::text IS NULL OR market_hash_name = $2)
+         AND ($3::numeric IS NULL OR (float_min <= $3 AND (float_max IS NULL OR $3 < float_max)))
+       ORDER BY market_hash_name, phase, price DESC, order_id`,
+      [market, name ?? null, float ?? null],
+    );
+    return rows.map((r) => ({
+      order_id: r.order_id,
+      market_hash_name: r.market_hash_name,
+      phase: r.phase,
+      price: r.price,
+      quantity: r.quantity,
+      float_range: { min: r.float_min, max: r.float_max },
+      condition: r.condition,
+      updated_at: iso(r.observed_at),
+    }));
+  }
+
+  async sales(name: string, since: Date, until: Date, markets: readonly string[]): Promise<Record<string, unknown>[]> {
+    const { rows } = await this.pool.query<{
+      market: string;
+      sale_id: string;
+      market_hash_name: string;
+      phase: string;
+      currency: string;
+      price: string;
+      sold_at: Date;
+      float_value: string | null;
+      paint_index: number | null;
+      paint_seed: number | null;
+      stickers: unknown[];
+      charms: unknown[];
+    }>(
+      `SELECT market, sale_id, market_hash_name, phase, currency, price, sold_at, float_value::text, paint_index,
+              paint_seed, stickers, charms
+       FROM sales WHERE market_hash_name = $1 AND sold_at >= $2 AND sold_at < $3 AND market = ANY($4)
+       ORDER BY sold_at DESC, market, sale_id`,
+      [name, since, until, markets],
+    );
+    return rows.map((r) => ({ ...r, sold_at: r.sold_at.toISOString(), keychains: r.charms, charms: undefined }));
+  }
+
+  async marketCap(resolution: 'daily' | 'hourly', since: Date): Promise<Record<string, unknown>[]> {
+    if (resolution === 'hourly') {
+      const { rows } = await this.pool.query<{ hour: Date; market_cap: string; items: number; cleaned: boolean }>(
+        'SELECT hour, market_cap, items, cleaned FROM market_cap_hourly WHERE hour >= $1 ORDER BY hour',
+        [since],
+      );
+      return rows.map((r) => ({
+        time: r.hour.toISOString(),
+        market_cap_rmb: r.market_cap,
+        items: r.items,
+        cleaned: r.cleaned,
+      }));
+    }
+    const { rows } = await this.pool.query<{ day: string; market_cap: string; items: number; cleaned: boolean }>(
+      `SELECT day::text AS day, market_cap, items, cleaned FROM market_cap_daily
+       WHERE day >= ($1::timestamptz AT TIME ZONE 'UTC')::date ORDER BY day`,
+      [since],
+    );
+    return rows.map((r) => ({ date: r.day, market_cap_rmb: r.market_cap, items: r.items, cleaned: r.cleaned }));
+  }
+
+  /** The read model's clock: the data's "now" (a simulator may run accelerated). */
+  async clock(): Promise<Date | null> {
+    const { rows } = await this.pool.query<{ now: Date }>('SELECT now FROM read_model_clock');
+    return rows[0]?.now ?? null;
+  }
+
+  async freshness(): Promise<
+    {
+      market: string;
+      kind: string;
+      last_outcome: string;
+      last_finished_at: Date;
+      last_complete_at: Date | null;
+      consecutive_failed: number;
+    }[]
+  > {
+    const { rows } = await this.pool.query(
+      `SELECT market, kind, last_outcome, last_finished_at, last_complete_at, consecutive_failed
+       FROM market_freshness ORDER BY market, kind`,
+    );
+    return rows;
+  }
+}

@@ -1,0 +1,465 @@
+/**
+ * The HTTP application: every endpoint of spec section 4 plus /v1/status, behind keys, plans,
+ * endpoint ACLs and rate limits; one error body everywhere. Fastify: routing with parametric
+ * paths, hooks for the key check before any handler runs, body limits and content-type checks.
+ */
+import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { getMarket, isMarketSlug, MARKETS, type MarketSlug } from '@skinprices/domain';
+import type { SalesExportCache } from '@skinprices/exports';
+import type { Logger } from '@skinprices/runtime';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { BodyCache, type Body } from './bodies.js';
+import { ApiError, badParameter } from './errors.js';
+import type { ApiKey, KeyStore } from './keys.js';
+import type { RateLimiter } from './limits.js';
+import { openApiDocument, docsPage } from './openapi.js';
+import { planFor, planIncludes, type EndpointId } from './plans.js';
+import type { ReadModel, ReadModelMore } from './readmodel.js';
+
+/** Marketplaces of GET /v1/prices/{market} (spec 4.1). */
+export const LIST_MARKETS: readonly MarketSlug[] = ['cn-a', 'cn-b', 'cn-c', 'cn-d', 'eu-a', 'eu-b'];
+/** Marketplaces of the combined catalogue (4.3): every listing marketplace but the store. */
+export const CATALOGUE_MARKETS: readonly MarketSlug[] = MARKETS.filter(
+  (m) => m.capabilities.includes('listings') && m.slug !== 'store',
+).map((m) => m.slug);
+const BUYORDER_MARKETS: readonly MarketSlug[] = ['cn-a', 'cn-b'];
+const SALES_MARKETS: readonly MarketSlug[] = MARKETS.filter((m) => m.capabilities.includes('sales')).map((m) => m.slug);
+const HISTORY_MARKETS: readonly MarketSlug[] = MARKETS.filter(
+  (m) => m.capabilities.includes('listings') || m.capabilities.includes('history'),
+).map((m) => m.slug);
+const STORE: MarketSlug = 'store';
+const CACHE_CONTROL = 'public, max-age=30';
+
+export interface AppDeps {
+  keys: KeyStore;
+  limiter: RateLimiter;
+  read: ReadModel;
+  more: ReadModelMore;
+  exports: SalesExportCache;
+  version: () => number;
+  logger: Logger;
+  /** A marketplace whose last complete cycle is older than this is flagged stale in /v1/status. */
+  staleAfterMs: number;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    apiKey?: ApiKey;
+  }
+  interface FastifyContextConfig {
+    endpoint?: EndpointId;
+  }
+}
+
+const AUTH_FAILURES = {
+  missing: ['key_missing', 'an API key is required: send it as x-api-key or Authorization: Bearer'],
+  invalid: ['key_invalid', 'the API key is not valid'],
+  disabled: ['key_disabled', 'the API key is disabled'],
+  expired: ['key_expired', 'the API key has expired'],
+} as const;
+
+function presentedKey(req: FastifyRequest): string | undefined {
+  const header = req.headers['x-api-key'];
+  if (typeof header === 'string' && header.trim()) return header.trim();
+  const auth = req.headers.authorization;
+  const m = auth ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
+  return m?.[1];
+}
+
+/** Comma-separated or repeated `markets`, each a known slug among `allowed`. */
+function parseMarkets(value: unknown, allowed: readonly MarketSlug[]): MarketSlug[] {
+  if (value === undefined || value === '') return [...allowed];
+  const parts = (Array.isArray(value) ? value : [value])
+    .flatMap((v) => String(v).split(','))
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const p of parts)
+    if (!allowed.includes(p as MarketSlug)) throw badParameter('markets', `'${p}' is not one of ${allowed.join(', ')}`);
+  return [...new Set(parts)] as MarketSlug[];
+}
+
+function requiredString(q: Record<string, unknown>, name: string): string {
+  const v = q[name];
+  if (typeof v !== 'string' || v.trim() === '') throw badParameter(name, 'required');
+  if (v.length > 300) throw badParameter(name, 'at most 300 characters');
+  return v;
+}
+
+function optionalInt(q: Record<string, unknown>, name: string): number | undefined {
+  const v = q[name];
+  if (v === undefined || v === '') return undefined;
+  if (typeof v !== 'string' || !/^-?\d{1,9}$/.test(v)) throw badParameter(name, 'must be an integer');
+  return Number(v);
+}
+
+function marketParam(value: string, allowed: readonly MarketSlug[]): MarketSlug {
+  if (!isMarketSlug(value) || !allowed.includes(value))
+    throw new ApiError(404, 'not_found', `no such marketplace on this endpoint: '${value}'`);
+  return value;
+}
+
+const tailHash = (s: string) => createHash('sha1').update(s).digest('base64url').slice(0, 10);
+
+/** Sends a cached head plus a per-request tail; gzip when accepted; ETag and 304. */
+function sendBody(req: FastifyRequest, reply: FastifyReply, body: Body, tail: string): FastifyReply {
+  const etag = `"${body.hash}.${tailHash(tail)}"`;
+  reply.header('etag', etag).header('cache-control', CACHE_CONTROL).header('vary', 'accept-encoding');
+  reply.header('content-type', 'application/json; charset=utf-8');
+  if (req.headers['if-none-match'] === etag) return reply.code(304).send();
+  const tailBuf = Buffer.from(tail);
+  if (/\bgzip\b/.test(req.headers['accept-encoding'] ?? '')) {
+    reply.header('content-encoding', 'gzip');
+    return reply.send(Buffer.concat([body.headGzip, gzipSync(tailBuf, { level: 1 })]));
+  }
+  return reply.send(Buffer.concat([body.head, tailBuf]));
+}
+
+const envelopeTail = (key: ApiKey, source: string | undefined, at: number) =>
+  `${source === undefined ? '' : `,"source":${JSON.stringify(source)}`},"requestor":${JSON.stringify(key.customer)},"plan":${JSON.stringify(key.plan)},"timestamp":${JSON.stringify(new Date(at).toISOString())}}`;
+
+export function buildApp(deps: AppDeps): FastifyInstance {
+  const app = Fastify({ logger: false, bodyLimit: 64 * 1024, caseSensitive: true });
+  // JSON only: a text/plain body is a 415, not a string handed to the handlers.
+  app.removeContentTypeParser('text/plain');
+  const bodies = new BodyCache(deps.version);
+  const catalogueCache = new Map<MarketSlug, { version: number; map: Map<string, Record<string, unknown>> }>();
+
+  async function catalogueOf(market: MarketSlug): Promise<Map<string, Record<string, unknown>>> {
+    const v = deps.version();
+    const hit = catalogueCache.get(market);
+    if (hit && hit.version === v) return hit.map;
+    const map = await deps.read.catalogue(market);
+    catalogueCache.set(market, { version: v, map });
+    return map;
+  }
+
+  async function itemsOf(markets: readonly MarketSlug[], only?: ReadonlySet<string>) {
+    const items: Record<string, Record<string, unknown>> = {};
+    for (const m of markets) {
+      for (const [k, entry] of await catalogueOf(m)) {
+        if (only && !only.has(k)) continue;
+        (items[k] ??= {})[m] = entry;
+      }
+    }
+    return items;
+  }
+
+  // ---- keys, plans, ACLs, limits: before any handler -----------------------------------------
+  app.addHook('onRequest', async (req, reply) => {
+    const endpoint = req.routeOptions.config.endpoint;
+    if (!endpoint) return;
+    const key = await deps.keys.authenticate(presentedKey(req));
+    if (typeof key === 'string') {
+      const [code, message] = AUTH_FAILURES[key];
+      throw new ApiError(401, code, message, { 'www-authenticate': 'ApiKey header="x-api-key"' });
+    }
+    const market = (req.params as { market?: string }).market;
+    const need = planFor(endpoint, market);
+    if (!planIncludes(key.plan, need))
+      throw new ApiError(403, 'plan_required', `this endpoint needs the ${need} plan; the key's plan is ${key.plan}`);
+    if (key.allowedEndpoints && !key.allowedEndpoints.includes(endpoint))
+      throw new ApiError(403, 'endpoint_not_allowed', `the key is not allowed to call ${endpoint}`);
+    const verdict = await deps.limiter.hit(key);
+    if (!verdict.ok) {
+      reply.header('retry-after', String(verdict.retryAfterS));
+      throw new ApiError(
+        429,
+        'rate_limited',
+        `rate limit exceeded (${verdict.window === 'second' ? `${key.perSecond} per second` : verdict.window === 'minute' ? `${key.perMinute} per minute` : `${key.perDay} per day`}); retry after ${verdict.retryAfterS} s`,
+        { 'retry-after': String(verdict.retryAfterS) },
+      );
+    }
+    req.apiKey = key;
+  });
+
+  app.setErrorHandler((err, _req, reply) => {
+    let e: ApiError;
+    if (err instanceof ApiError) e = err;
+    else {
+      const status = (err as { statusCode?: number }).statusCode ?? 500;
+      const code = (err as { code?: string }).code;
+      if (status === 413) e = new ApiError(413, 'payload_too_large', 'the request body is larger than 64 KiB');
+      else if (status === 415) e = new ApiError(415, 'unsupported_media_type', 'send the body as application/json');
+      else if (status === 400)
+        e = new ApiError(
+          400,
+          'bad_parameter',
+          code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'body: empty' : `body: ${(err as Error).message}`,
+        );
+      else if ((err as { code?: string }).code === '42P01')
+        e = new ApiError(
+          503,
+          'not_available',
+          'the read model is not ready yet (no materializer has run); try again shortly',
+          {
+            'retry-after': '5',
+          },
+        );
+      else {
+        deps.logger.error({ err, url: _req.url }, 'request failed');
+        e = new ApiError(500, 'internal', 'internal error; try again shortly');
+      }
+    }
+    for (const [h, v] of Object.entries(e.headers)) reply.header(h, v);
+    return reply.code(e.status).header('cache-control', 'no-store').send(e.body());
+  });
+  app.setNotFoundHandler((req, reply) =>
+    reply.code(404).send(new ApiError(404, 'not_found', `no route ${req.method} ${req.url.split('?')[0]}`).body()),
+  );
+
+  const key = (req: FastifyRequest) => req.apiKey as ApiKey;
+  const q = (req: FastifyRequest) => req.query as Record<string, unknown>;
+
+  // ---- documentation: no key -------------------------------------------------------------------
+  app.get('/openapi.json', async () => openApiDocument());
+  app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(docsPage()));
+
+  // ---- 4.1 listings of one marketplace ------------------------------------------------------------
+  app.get<{ Params: { market: string } }>(
+    '/v1/prices/:market',
+    { config: { endpoint: 'GET /v1/prices/{market}' } },
+    async (req, reply) => {
+      const market = marketParam(req.params.market, LIST_MARKETS);
+      const body = await bodies.get(
+        `prices:${market}`,
+        async () => `{"data":${JSON.stringify(await deps.read.marketListings(market))}`,
+      );
+      return sendBody(req, reply, body, envelopeTail(key(req), getMarket(market).label, body.builtAt));
+    },
+  );
+
+  // ---- 4.2 buy orders --------------------------------------------------------------------------------
+  app.get<{ Params: { market: string } }>(
+    '/v1/prices/:market/buyorder',
+    { config: { endpoint: 'GET /v1/prices/{market}/buyorder' } },
+    async (req, reply) => {
+      const market = marketParam(req.params.market, BUYORDER_MARKETS);
+      const body = await bodies.get(
+        `buyorders:${market}`,
+        async () => `{"data":${JSON.stringify(await deps.read.buyorders(market))}`,
+      );
+      return sendBody(req, reply, body, envelopeTail(key(req), getMarket(market).label, body.builtAt));
+    },
+  );
+
+  // ---- 4.3 / 4.4 the combined catalogue -------------------------------------------------------------
+  app.get('/v1/prices/latest', { config: { endpoint: 'GET /v1/prices/latest' } }, async (req, reply) => {
+    const markets = parseMarkets(q(req).markets, CATALOGUE_MARKETS);
+    const body = await bodies.get(
+      `latest:${markets.join(',')}`,
+      async () => `{"items":${JSON.stringify(await itemsOf(markets))}`,
+    );
+    return sendBody(req, reply, body, envelopeTail(key(req), undefined, body.builtAt));
+  });
+
+  app.post('/v1/prices/latest', { config: { endpoint: 'POST /v1/prices/latest' } }, async (req, reply) => {
+    const b = req.body as { items?: unknown; markets?: unknown } | null;
+    if (!b || typeof b !== 'object' || Array.isArray(b)) throw badParameter('body', 'must be a JSON object');
+    if (!Array.isArray(b.items)) throw badParameter('items', 'must be an array of market_hash_name strings');
+    if (b.items.length > 100) throw badParameter('items', `at most 100 entries (got ${b.items.length})`);
+    if (!b.items.every((i) => typeof i === 'string' && i.length > 0 && i.length <= 300))
+      throw badParameter('items', 'every entry must be a non-empty string');
+    const markets = parseMarkets(b.markets, CATALOGUE_MARKETS);
+    const items = await itemsOf(markets, new Set(b.items as string[]));
+    return reply
+      .header('cache-control', CACHE_CONTROL)
+      .send({ items, requestor: key(req).customer, plan: key(req).plan, timestamp: new Date().toISOString() });
+  });
+
+  // ---- 4.5 search ----------------------------------------------------------------------------------------
+  app.get('/v1/prices/search', { config: { endpoint: 'GET /v1/prices/search' } }, async (req, reply) => {
+    const name = requiredString(q(req), 'market_hash_name');
+    const markets = parseMarkets(q(req).markets, [...CATALOGUE_MARKETS, STORE]);
+    const data = await deps.read.search(name, markets);
+    return reply.header('cache-control', CACHE_CONTROL).send({
+      market_hash_name: name,
+      data,
+      requestor: key(req).customer,
+      plan: key(req).plan,
+      timestamp: new Date().toISOString(),
+    });
+  });
+
+  // ---- 4.6 history ---------------------------------------------------------------------------------------
+  app.get<{ Params: { market: string } }>(
+    '/v1/prices/:market/history',
+    { config: { endpoint: 'GET /v1/prices/{market}/history' } },
+    async (req, reply) => {
+      const market = marketParam(req.params.market, HISTORY_MARKETS);
+      const name = requiredString(q(req), 'market_hash_name');
+      const phase = typeof q(req).phase === 'string' ? (q(req).phase as string) : '';
+      const resolution = (q(req).resolution ?? 'daily') as string;
+      if (resolution !== 'daily' && resolution !== 'hourly')
+        throw badParameter('resolution', "one of 'daily', 'hourly'");
+      const points = await deps.more.history(market, name, phase, resolution);
+      return reply.header('cache-control', CACHE_CONTROL).send({
+        market,
+        currency: getMarket(market).currency,
+        market_hash_name: name,
+        phase,
+        resolution,
+        points,
+        requestor: key(req).customer,
+        plan: key(req).plan,
+        timestamp: new Date().toISOString(),
+      });
+    },
+  );
+
+  // ---- 4.8 float-ranged --------------------------------------------------------------------------------
+  app.get('/v2/prices/float-ranged', { config: { endpoint: 'GET /v2/prices/float-ranged' } }, async (req, reply) => {
+    const m = q(req).market;
+    const floatMarkets = MARKETS.filter((x) => x.capabilities.includes('floatRanged')).map((x) => x.slug);
+    if (m !== undefined && (typeof m !== 'string' || !floatMarkets.includes(m as MarketSlug)))
+      throw badParameter('market', `one of ${floatMarkets.join(', ')}`);
+    const market = m as MarketSlug | undefined;
+    const body = await bodies.get(
+      `float-ranged:${market ?? '*'}`,
+      async () => `{"data":${JSON.stringify(await deps.more.floatRanged(market))}`,
+    );
+    return sendBody(
+      req,
+      reply,
+      body,
+      envelopeTail(key(req), market ? getMarket(market).label : undefined, body.builtAt),
+    );
+  });
+
+  // ---- 4.9 float buy orders --------------------------------------------------------------------------------
+  app.get<{ Params: { market: string } }>(
+    '/v1/prices/:market/float-buyorder',
+    { config: { endpoint: 'GET /v1/prices/{market}/float-buyorder' } },
+    async (req, reply) => {
+      const market = marketParam(req.params.market, BUYORDER_MARKETS);
+      const name = typeof q(req).market_hash_name === 'string' ? (q(req).market_hash_name as string) : undefined;
+      const float = q(req).float;
+      if (float !== undefined && (typeof float !== 'string' || !/^(0(\.\d{1,20})?|1(\.0{1,20})?)$/.test(float)))
+        throw badParameter('float', 'a decimal between 0 and 1');
+      const data = await deps.more.floatBuyorders(market, name, float as string | undefined);
+      return reply.header('cache-control', CACHE_CONTROL).send({
+        data,
+        source: getMarket(market).label,
+        requestor: key(req).customer,
+        plan: key(req).plan,
+        timestamp: new Date().toISOString(),
+      });
+    },
+  );
+
+  // ---- 4.10 / 4.11 sales --------------------------------------------------------------------------------
+  app.get('/v1/market-sales/search', { config: { endpoint: 'GET /v1/market-sales/search' } }, async (req, reply) => {
+    const name = requiredString(q(req), 'market_hash_name');
+    const markets = parseMarkets(q(req).markets, SALES_MARKETS);
+    // "The last 72 hours" by the data's clock (the same as the wall clock in production).
+    const until = (await deps.more.clock()) ?? new Date();
+    const since = new Date(until.getTime() - 72 * 3_600_000);
+    const data = await deps.more.sales(name, since, new Date(until.getTime() + 1), markets);
+    return reply.header('cache-control', CACHE_CONTROL).send({
+      market_hash_name: name,
+      from: since.toISOString(),
+      to: until.toISOString(),
+      data,
+      requestor: key(req).customer,
+      plan: key(req).plan,
+      timestamp: new Date().toISOString(),
+    });
+  });
+
+  app.get('/v1/market-sales/export', { config: { endpoint: 'GET /v1/market-sales/export' } }, async (_req, reply) => {
+    const e = await deps.exports.current();
+    if (!e)
+      throw new ApiError(503, 'not_available', 'no complete sales data yet; try again after the first sales cycles');
+    const stamp = e.windowEnd.toISOString().replace(/[:.]/g, '-');
+    return reply
+      .header('content-type', 'application/zip')
+      .header('content-disposition', `attachment; filename="market-sales-${stamp}.zip"`)
+      .header('cache-control', 'private, max-age=300')
+      .header('x-window-start', e.windowStart.toISOString())
+      .header('x-window-end', e.windowEnd.toISOString())
+      .send(e.bytes);
+  });
+
+  // ---- 4.12 market cap ------------------------------------------------------------------------------------
+  app.get('/v1/indexes/market-cap', { config: { endpoint: 'GET /v1/indexes/market-cap' } }, async (req, reply) => {
+    const resolution = (q(req).resolution ?? 'daily') as string;
+    if (resolution !== 'daily' && resolution !== 'hourly') throw badParameter('resolution', "one of 'daily', 'hourly'");
+    const clamp = (v: number | undefined, lo: number, hi: number, dflt: number) =>
+      Math.min(hi, Math.max(lo, v ?? dflt));
+    const days = clamp(optionalInt(q(req), 'days'), 7, 365, 30);
+    const hours = clamp(optionalInt(q(req), 'hours'), 12, 168, 48);
+    const now = (await deps.more.clock()) ?? new Date();
+    const since =
+      resolution === 'daily'
+        ? new Date(now.getTime() - days * 86_400_000)
+        : new Date(now.getTime() - hours * 3_600_000);
+    let points = await deps.more.marketCap(resolution, since);
+    let source = resolution === 'hourly' ? 'hourly' : 'daily';
+    // Hourly reads the pre-aggregated hourly table; without it, the daily table's points serve.
+    if (resolution === 'hourly' && points.length === 0) {
+      points = (await deps.more.marketCap('daily', since)).map((p) => ({ ...p, cleaned: false }));
+      source = 'daily-fallback';
+    }
+    return reply.header('cache-control', CACHE_CONTROL).send({
+      market: 'cn-a',
+      currency: 'CNY',
+      resolution,
+      ...(resolution === 'daily' ? { days } : { hours }),
+      source,
+      points,
+      requestor: key(req).customer,
+      plan: key(req).plan,
+      timestamp: new Date().toISOString(),
+    });
+  });
+
+  // ---- status (beyond the spec) -------------------------------------------------------------------------
+  app.get('/v1/status', { config: { endpoint: 'GET /v1/status' } }, async (req, reply) => {
+    const now = (await deps.more.clock()) ?? new Date();
+    const rows = await deps.more.freshness();
+    const markets = rows.map((r) => {
+      const age = r.last_complete_at ? Math.max(0, (now.getTime() - r.last_complete_at.getTime()) / 1000) : null;
+      return {
+        market: r.market,
+        kind: r.kind,
+        last_outcome: r.last_outcome,
+        last_cycle_at: r.last_finished_at.toISOString(),
+        last_complete_at: r.last_complete_at ? r.last_complete_at.toISOString() : null,
+        age_seconds: age === null ? null : Math.round(age),
+        stale: age === null || age * 1000 > deps.staleAfterMs,
+        failed_in_a_row: r.consecutive_failed,
+      };
+    });
+    return reply.header('cache-control', 'no-cache').send({
+      data_time: now.toISOString(),
+      markets,
+      requestor: key(req).customer,
+      plan: key(req).plan,
+      timestamp: new Date().toISOString(),
+    });
+  });
+
+  // ---- 4.7 the store (registered last: /v1/{store_market} is the most general path) ---------------------
+  app.get<{ Params: { store: string } }>(
+    '/v1/:store',
+    { config: { endpoint: 'GET /v1/{store_market}' } },
+    async (req, reply) => {
+      if (req.params.store !== STORE) throw new ApiError(404, 'not_found', `no route GET /v1/${req.params.store}`);
+      const name = typeof q(req).market_hash_name === 'string' ? (q(req).market_hash_name as string) : undefined;
+      if (name) {
+        const data = await deps.more.store(STORE, name);
+        return reply.header('cache-control', CACHE_CONTROL).send({
+          data,
+          source: getMarket(STORE).label,
+          requestor: key(req).customer,
+          plan: key(req).plan,
+          timestamp: new Date().toISOString(),
+        });
+      }
+      const body = await bodies.get('store', async () => `{"data":${JSON.stringify(await deps.more.store(STORE))}`);
+      return sendBody(req, reply, body, envelopeTail(key(req), getMarket(STORE).label, body.builtAt));
+    },
+  );
+
+  return app;
+}

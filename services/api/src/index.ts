@@ -1,0 +1,8 @@
+/** The API's parts, for embedding (tests, the supervisor of `make run`); main.ts wires a process. */
+export { buildApp, CATALOGUE_MARKETS, LIST_MARKETS, type AppDeps } from './app.js';
+export { apiConfigSchema, MIGRATIONS_DIR as API_MIGRATIONS_DIR, type ApiConfig } from './config.js';
+export { KeyStore, type ApiKey, type AuthFailure, type CreateKeyInput } from './keys.js';
+export { MemoryRateLimiter, RedisRateLimiter, type RateLimiter, type Verdict } from './limits.js';
+export { ENDPOINT_IDS, ENDPOINTS, PLANS, planFor, type EndpointId, type Plan } from './plans.js';
+export { catalogueKey, ReadModel, ReadModelMore } from './readmodel.js';
+export { ReadModelVersion } from './version.js';

@@ -1,0 +1,56 @@
+/** Wires the API: config → pools, key store, limiter, read model, version listener → Fastify. */
+import { SalesExportCache } from '@skinprices/exports';
+import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
+import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/store';
+import { buildApp } from './app.js';
+import { apiConfigSchema, MIGRATIONS_DIR } from './config.js';
+import { KeyStore } from './keys.js';
+import { MemoryRateLimiter, RedisRateLimiter } from './limits.js';
+import { ReadModel, ReadModelMore } from './readmodel.js';
+import { ReadModelVersion } from './version.js';
+
+const config = parseConfig(apiConfigSchema, process.env);
+const logger = createLogger('api', config.LOG_LEVEL);
+const shutdown = new ShutdownManager(logger);
+
+await ensureDatabase(config.DATABASE_URL);
+const keysPool = createPool({
+  databaseUrl: config.DATABASE_URL,
+  schema: config.KEYS_SCHEMA,
+  max: 2,
+  applicationName: 'api-keys',
+});
+shutdown.register('keys-pool', () => keysPool.end());
+await ensureSchema(keysPool, config.KEYS_SCHEMA);
+await migrate(keysPool, MIGRATIONS_DIR);
+const readPool = createPool({
+  databaseUrl: config.DATABASE_URL,
+  schema: config.DATABASE_SCHEMA,
+  max: config.DB_POOL_SIZE,
+  applicationName: 'api',
+});
+shutdown.register('read-pool', () => readPool.end());
+
+const limiter = config.REDIS_URL ? new RedisRateLimiter(config.REDIS_URL) : new MemoryRateLimiter();
+shutdown.register('limiter', () => limiter.close());
+const version = new ReadModelVersion(readPool, config.DATABASE_SCHEMA, logger);
+version.start();
+shutdown.register('version', () => version.stop());
+
+const app = buildApp({
+  keys: new KeyStore(keysPool),
+  limiter,
+  read: new ReadModel(readPool),
+  more: new ReadModelMore(readPool),
+  exports: new SalesExportCache(readPool),
+  version: () => version.value,
+  logger,
+  staleAfterMs: config.STALE_AFTER_S * 1000,
+});
+await app.listen({ host: config.API_HOST, port: config.API_PORT });
+shutdown.register('http', () => app.close());
+shutdown.listen();
+logger.info(
+  { host: config.API_HOST, port: config.API_PORT, limiter: config.REDIS_URL ? 'redis' : 'memory' },
+  'api listening',
+);

@@ -1,0 +1,369 @@
+/**
+ * The OpenAPI 3.1 document (GET /openapi.json) and a readable page (GET /docs), both without a
+ * key. Shapes the spec leaves open ("not shown") are designed here and published as such.
+ */
+import { ENDPOINTS, planFor, type EndpointId } from './plans.js';
+
+const dec = { type: 'string', pattern: '^-?\\d+(\\.\\d+)?$', description: 'decimal string (never a JSON number)' };
+const decOrNull = { oneOf: [dec, { type: 'null' }] };
+const ts = { type: 'string', format: 'date-time', description: 'YYYY-MM-DDTHH:mm:ss.sssZ' };
+const envelope = (row: object) => ({
+  type: 'object',
+  required: ['data', 'requestor', 'plan', 'timestamp'],
+  properties: {
+    data: { type: 'array', items: row },
+    source: { type: 'string' },
+    requestor: { type: 'string' },
+    plan: { enum: ['basic', 'pro', 'enterprise'] },
+    timestamp: ts,
+  },
+});
+const stats = {
+  change_24h: decOrNull,
+  change_7d: decOrNull,
+  change_30d: decOrNull,
+  change_90d: decOrNull,
+  avg_7d: decOrNull,
+  avg_30d: decOrNull,
+  avg_90d: decOrNull,
+};
+const listingRow = {
+  type: 'object',
+  description: 'CN-A rows carry price_rmb and cn_a_template_id; the others price, exterior and item_page_url.',
+  properties: {
+    id: { type: 'integer' },
+    market_hash_name: { type: 'string' },
+    stattrak: { enum: [0, 1] },
+    souvenir: { enum: [0, 1] },
+    price_rmb: dec,
+    price: dec,
+    ...stats,
+    count: { type: 'integer' },
+    phase: { type: 'string' },
+    exterior: { type: ['string', 'null'] },
+    item_page_url: { type: ['string', 'null'] },
+    cn_a_template_id: { type: ['integer', 'null'] },
+    updated_at: ts,
+    liquidity: decOrNull,
+  },
+};
+const error = {
+  type: 'object',
+  properties: {
+    error: {
+      type: 'object',
+      required: ['status', 'code', 'message'],
+      properties: { status: { type: 'integer' }, code: { type: 'string' }, message: { type: 'string' } },
+    },
+  },
+};
+
+const q = (name: string, description: string, required = false, schema: object = { type: 'string' }) => ({
+  name,
+  in: 'query',
+  required,
+  description,
+  schema,
+});
+const marketPath = { name: 'market', in: 'path', required: true, schema: { type: 'string' } };
+
+const OPS: Record<EndpointId, { summary: string; parameters?: object[]; body?: object; ok: object; okType?: string }> =
+  {
+    'GET /v1/prices/{market}': {
+      summary: 'Lowest listing per item of one marketplace (cn-a, cn-b, cn-c, cn-d, eu-a, eu-b)',
+      parameters: [marketPath],
+      ok: envelope(listingRow),
+    },
+    'GET /v1/prices/{market}/buyorder': {
+      summary: 'Highest buy orders (cn-a every ~30 min, cn-b every ~10 min); phase and tier rows carry the suffix',
+      parameters: [marketPath],
+      ok: envelope({
+        type: 'object',
+        properties: {
+          id: { type: 'integer' },
+          market_hash_name: { type: 'string' },
+          templateId: { type: ['integer', 'null'] },
+          buyorder_price: decOrNull,
+          blue_buyorder_price: decOrNull,
+          phase: { type: 'string' },
+          typeId: { type: ['integer', 'null'] },
+          updated_at: ts,
+          count: { type: 'integer' },
+        },
+      }),
+    },
+    'GET /v1/prices/latest': {
+      summary:
+        'The whole catalogue: items keyed by market_hash_name (phase items: "<name> (<phase>)"), then by marketplace',
+      parameters: [q('markets', 'comma-separated marketplace slugs')],
+      ok: {
+        type: 'object',
+        properties: {
+          items: { type: 'object' },
+          requestor: { type: 'string' },
+          plan: { type: 'string' },
+          timestamp: ts,
+        },
+      },
+    },
+    'POST /v1/prices/latest': {
+      summary: 'The catalogue restricted to at most 100 items',
+      body: {
+        type: 'object',
+        required: ['items'],
+        properties: {
+          items: { type: 'array', maxItems: 100, items: { type: 'string' } },
+          markets: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
+        },
+      },
+      ok: { type: 'object', properties: { items: { type: 'object' } } },
+    },
+    'GET /v1/prices/search': {
+      summary: 'One item on every marketplace: one row per marketplace and phase',
+      parameters: [q('market_hash_name', 'exact name', true), q('markets', 'comma-separated slugs')],
+      ok: {
+        type: 'object',
+        properties: { market_hash_name: { type: 'string' }, data: { type: 'array', items: listingRow } },
+      },
+    },
+    'GET /v1/prices/{market}/history': {
+      summary:
+        'Listing price history: daily closes (all stored) or hourly snapshots (~100 days); missing days are missing',
+      parameters: [
+        marketPath,
+        q('market_hash_name', 'exact name', true),
+        q('phase', 'phase of a phase item (default none)'),
+        q('resolution', 'daily (default) or hourly', false, { enum: ['daily', 'hourly'] }),
+      ],
+      ok: {
+        type: 'object',
+        properties: {
+          market: { type: 'string' },
+          currency: { type: 'string' },
+          resolution: { type: 'string' },
+          points: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                date: { type: 'string', format: 'date' },
+                time: ts,
+                price: decOrNull,
+                count: { type: ['integer', 'null'] },
+              },
+            },
+          },
+        },
+      },
+    },
+    'GET /v1/{store_market}': {
+      summary: 'The first-party store (slug "store"): prices and the order book',
+      parameters: [
+        { name: 'store_market', in: 'path', required: true, schema: { const: 'store' } },
+        q('market_hash_name', 'one item'),
+      ],
+      ok: envelope({
+        type: 'object',
+        properties: {
+          market_hash_name: { type: 'string' },
+          price: decOrNull,
+          count: { type: 'integer' },
+          change_24h: decOrNull,
+          change_7d: decOrNull,
+          phase: { type: 'string' },
+          updated_at: ts,
+          order_book: {
+            type: ['object', 'null'],
+            properties: {
+              asks: {
+                type: 'array',
+                items: { type: 'object', properties: { price: dec, count: { type: 'integer' } } },
+              },
+              bids: {
+                type: 'array',
+                items: { type: 'object', properties: { price: dec, count: { type: 'integer' } } },
+              },
+            },
+          },
+        },
+      }),
+    },
+    'GET /v2/prices/float-ranged': {
+      summary: 'Float-range offers: first and fifth listing price and count per float bucket, phase translations',
+      parameters: [q('market', 'one marketplace slug (cn-a, cn-b, cn-c)')],
+      ok: envelope({
+        type: 'object',
+        properties: {
+          market: { type: 'string' },
+          market_hash_name: { type: 'string' },
+          phase: { type: 'string' },
+          float_range: { type: 'object', properties: { min: dec, max: dec } },
+          first_price: decOrNull,
+          fifth_price: decOrNull,
+          count: { type: 'integer' },
+          phase_labels: { type: 'object', additionalProperties: { type: 'string' } },
+          updated_at: ts,
+        },
+      }),
+    },
+    'GET /v1/prices/{market}/float-buyorder': {
+      summary: 'Float buy orders: cn-a every individual order (enterprise), cn-b orders per float range (pro)',
+      parameters: [
+        marketPath,
+        q('market_hash_name', 'one item'),
+        q('float', 'exact float value: orders whose range holds it'),
+      ],
+      ok: envelope({
+        type: 'object',
+        properties: {
+          order_id: { type: 'string' },
+          market_hash_name: { type: 'string' },
+          phase: { type: 'string' },
+          price: dec,
+          quantity: { type: 'integer' },
+          float_range: { type: 'object', properties: { min: decOrNull, max: decOrNull } },
+          condition: { type: ['string', 'null'], description: 'fade or pattern-tier condition' },
+          updated_at: ts,
+        },
+      }),
+    },
+    'GET /v1/market-sales/search': {
+      summary: 'Completed sales of one item in the last 72 hours (cn-a, cn-b, usd-1)',
+      parameters: [q('market_hash_name', 'exact name', true), q('markets', 'comma-separated slugs')],
+      ok: {
+        type: 'object',
+        properties: {
+          data: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                market: { type: 'string' },
+                sale_id: { type: 'string' },
+                market_hash_name: { type: 'string' },
+                phase: { type: 'string' },
+                currency: { type: 'string' },
+                price: dec,
+                sold_at: ts,
+                float_value: decOrNull,
+                paint_index: { type: ['integer', 'null'] },
+                paint_seed: { type: ['integer', 'null'] },
+                stickers: {
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    properties: { slot: { type: 'integer' }, name: { type: 'string' }, wear: decOrNull },
+                  },
+                },
+                keychains: {
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    properties: {
+                      slot: { type: 'integer' },
+                      name: { type: 'string' },
+                      pattern: { type: ['integer', 'null'] },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+    'GET /v1/market-sales/export': {
+      summary:
+        'ZIP of the last 24 h of sales: sales.csv (market, sale_id, market_hash_name, phase, currency, price, sold_at, float_value, paint_index, paint_seed, sticker_count, keychain_count), stickers.csv (market, sale_id, slot, sticker_name, wear), keychains.csv (market, sale_id, slot, keychain_name, pattern)',
+      ok: { type: 'string', contentMediaType: 'application/zip' },
+      okType: 'application/zip',
+    },
+    'GET /v1/indexes/market-cap': {
+      summary:
+        'CN-A market cap: Σ price × count over the cleaned catalogue (0 < price < 1,000,000 CNY, count ≥ 2, catalogue items)',
+      parameters: [
+        q('resolution', 'daily (default) or hourly', false, { enum: ['daily', 'hourly'] }),
+        q('days', 'daily look-back, clamped to 7..365 (default 30)', false, { type: 'integer' }),
+        q('hours', 'hourly look-back, clamped to 12..168 (default 48)', false, { type: 'integer' }),
+      ],
+      ok: {
+        type: 'object',
+        properties: {
+          points: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                date: { type: 'string', format: 'date' },
+                time: ts,
+                market_cap_rmb: dec,
+                items: { type: 'integer' },
+                cleaned: { type: 'boolean' },
+              },
+            },
+          },
+        },
+      },
+    },
+    'GET /v1/status': {
+      summary: 'Freshness per marketplace and data kind: last complete cycle, age, stale flag',
+      ok: { type: 'object', properties: { markets: { type: 'array', items: { type: 'object' } } } },
+    },
+  };
+
+export function openApiDocument(): object {
+  const paths: Record<string, Record<string, object>> = {};
+  for (const id of Object.keys(ENDPOINTS) as EndpointId[]) {
+    const [method, path] = id.split(' ') as [string, string];
+    const op = OPS[id];
+    const plan = planFor(id);
+    (paths[path] ??= {})[method.toLowerCase()] = {
+      summary: op.summary,
+      description: `Plan: ${id === 'GET /v1/prices/{market}/float-buyorder' ? 'pro (cn-b), enterprise (cn-a)' : plan}.`,
+      'x-plan': plan,
+      parameters: op.parameters ?? [],
+      ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: op.body } } } } : {}),
+      responses: {
+        '200': { description: 'OK', content: { [op.okType ?? 'application/json']: { schema: op.ok } } },
+        ...Object.fromEntries(
+          [
+            ['400', 'bad parameter or body (the message names it)'],
+            ['401', 'key missing, invalid, disabled or expired'],
+            ['403', 'plan or endpoint ACL does not include this endpoint'],
+            ['404', 'unknown marketplace or route'],
+            ['429', 'rate limit exceeded; Retry-After says when to retry'],
+            ['500', 'internal error'],
+          ].map(([code, description]) => [code, { description, content: { 'application/json': { schema: error } } }]),
+        ),
+      },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Game-item price data service', version: '1.3.1' },
+    servers: [{ url: '/' }],
+    security: [{ ApiKeyAuth: [] }, { BearerAuth: [] }],
+    components: {
+      securitySchemes: {
+        ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+        BearerAuth: { type: 'http', scheme: 'bearer' },
+      },
+    },
+    paths,
+  };
+}
+
+export function docsPage(): string {
+  const rows = (Object.keys(ENDPOINTS) as EndpointId[])
+    .map((id) => `<tr><td><code>${id}</code></td><td>${ENDPOINTS[id]}</td><td>${OPS[id].summary}</td></tr>`)
+    .join('\n');
+  return `<!doctype html><html><head><meta charset="utf-8"><title>Price data service</title>
+<style>body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem}td{padding:.3rem .6rem;vertical-align:top;border-bottom:1px solid #ddd}</style>
+</head><body><h1>Game-item price data service (v1.3.1)</h1>
+<p>Send your key as <code>x-api-key: &lt;key&gt;</code> or <code>Authorization: Bearer &lt;key&gt;</code>.
+Prices are decimal strings in each marketplace's own currency; a missing price is null or absent, never zero.
+10 requests per second per key (429 with <code>Retry-After</code>), plus per-minute and per-day limits.
+Errors: <code>{"error":{"status":403,"code":"plan_required","message":"…"}}</code>.
+Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1).</p>
+<table><tr><th>endpoint</th><th>plan</th><th>what</th></tr>${rows}</table></body></html>`;
+}
