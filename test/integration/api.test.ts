@@ -353,6 +353,88 @@ describe('read API', () => {
     expect((await get('/v1/prices/cn-a', k.basic)).headers.etag).not.toBe(etag);
   });
 
+  it('shapes of the other books: buy orders, store, float-ranged, float buy orders, sales search, export', async () => {
+    const bo = (await get('/v1/prices/cn-a/buyorder', k.pro)).json();
+    expect(bo.source).toBe('CN-A');
+    const row = bo.data[0];
+    expect(Object.keys(row).sort()).toEqual(
+      [
+        'id',
+        'market_hash_name',
+        'templateId',
+        'buyorder_price',
+        'blue_buyorder_price',
+        'phase',
+        'typeId',
+        'updated_at',
+        'count',
+      ].sort(),
+    );
+    expect(
+      bo.data.every((r: { buyorder_price: string | null }) => r.buyorder_price === null || DEC.test(r.buyorder_price)),
+    ).toBe(true);
+    // CN-B tier rows carry the suffix in the name; CN-B has no blue price.
+    const cnB = (await get('/v1/prices/cn-b/buyorder', k.pro)).json().data;
+    const tiers = await pool.query<{ tier: string }>(`SELECT DISTINCT tier FROM buyorders_current WHERE tier <> ''`);
+    for (const { tier } of tiers.rows)
+      expect(
+        cnB.some(
+          (r: { market_hash_name: string; phase: string }) =>
+            r.market_hash_name.endsWith(`(${tier})`) && r.phase === tier,
+        ),
+      ).toBe(true);
+    expect(cnB[0]).not.toHaveProperty('blue_buyorder_price');
+
+    const store = (await get('/v1/store', k.basic)).json();
+    const booked = store.data.find((r: { order_book: unknown }) => r.order_book !== null);
+    expect(booked.order_book.asks[0]).toEqual({ price: expect.stringMatching(DEC), count: expect.any(Number) });
+    const one = (
+      await get(`/v1/store?market_hash_name=${encodeURIComponent(booked.market_hash_name)}`, k.basic)
+    ).json();
+    expect(one.data.map((r: { market_hash_name: string }) => r.market_hash_name)).toEqual([booked.market_hash_name]);
+
+    const fr = (await get('/v2/prices/float-ranged?market=cn-a', k.pro)).json().data[0];
+    expect(fr).toMatchObject({
+      market: 'cn-a',
+      float_range: { min: expect.stringMatching(DEC), max: expect.stringMatching(DEC) },
+    });
+    expect((await get('/v2/prices/float-ranged?market=eu-a', k.pro)).json().error.message).toMatch(/^market:/);
+
+    const fbo = (await get('/v1/prices/cn-a/float-buyorder', k.enterprise)).json().data;
+    expect(fbo.length).toBeGreaterThan(0);
+    expect(fbo[0]).toMatchObject({
+      order_id: expect.any(String),
+      price: expect.stringMatching(DEC),
+      quantity: expect.any(Number),
+    });
+    const withMin = fbo.find((o: { float_range: { min: string | null } }) => o.float_range.min !== null);
+    const filtered = (await get(`/v1/prices/cn-a/float-buyorder?float=${withMin.float_range.min}`, k.enterprise)).json()
+      .data;
+    expect(filtered.map((o: { order_id: string }) => o.order_id)).toContain(withMin.order_id);
+    expect((await get('/v1/prices/cn-a/float-buyorder?float=2', k.enterprise)).json().error.message).toMatch(/^float:/);
+
+    const { rows } = await pool.query<{ market_hash_name: string; n: number }>(
+      `SELECT market_hash_name, count(*)::int AS n FROM sales GROUP BY 1 ORDER BY 2 DESC LIMIT 1`,
+    );
+    const sold = (
+      await get(
+        `/v1/market-sales/search?market_hash_name=${encodeURIComponent(rows[0]!.market_hash_name)}`,
+        k.enterprise,
+      )
+    ).json();
+    expect(sold.data).toHaveLength(rows[0]!.n);
+    expect(sold.data[0]).toMatchObject({
+      sale_id: expect.any(String),
+      price: expect.stringMatching(DEC),
+      sold_at: expect.stringMatching(TIME),
+    });
+    expect(sold.data[0]).toHaveProperty('keychains');
+
+    const zip = await get('/v1/market-sales/export', k.enterprise);
+    expect(zip.headers['content-type']).toBe('application/zip');
+    expect(zip.rawPayload.subarray(0, 2).toString()).toBe('PK');
+  });
+
   it('status: freshness of every marketplace and data kind', async () => {
     const s = (await get('/v1/status', k.basic)).json();
     const cnA = s.markets.find((m: { market: string; kind: string }) => m.market === 'cn-a' && m.kind === 'LISTINGS');
