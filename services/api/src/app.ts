@@ -123,24 +123,27 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // JSON only: a text/plain body is a 415, not a string handed to the handlers.
   app.removeContentTypeParser('text/plain');
   const bodies = new BodyCache(deps.version);
-  const catalogueCache = new Map<MarketSlug, { version: number; map: Map<string, Record<string, unknown>> }>();
+  // Per marketplace, the catalogue entries of the current read-model version; single-flight, so a
+  // burst of requests on a cold cache runs one query per marketplace, not one per request.
+  const catalogueCache = new Map<MarketSlug, { version: number; map: Promise<Map<string, Record<string, unknown>>> }>();
 
-  async function catalogueOf(market: MarketSlug): Promise<Map<string, Record<string, unknown>>> {
+  function catalogueOf(market: MarketSlug): Promise<Map<string, Record<string, unknown>>> {
     const v = deps.version();
     const hit = catalogueCache.get(market);
     if (hit && hit.version === v) return hit.map;
-    const map = await deps.read.catalogue(market);
+    const map = deps.read.catalogue(market);
     catalogueCache.set(market, { version: v, map });
+    map.catch(() => catalogueCache.delete(market));
     return map;
   }
 
-  async function itemsOf(markets: readonly MarketSlug[], only?: ReadonlySet<string>) {
+  async function itemsOf(markets: readonly MarketSlug[], only?: readonly string[]) {
     const items: Record<string, Record<string, unknown>> = {};
     for (const m of markets) {
-      for (const [k, entry] of await catalogueOf(m)) {
-        if (only && !only.has(k)) continue;
-        (items[k] ??= {})[m] = entry;
-      }
+      const map = await catalogueOf(m);
+      // A short list looks its keys up; the whole catalogue walks the map.
+      const entries = only ? only.map((k) => [k, map.get(k)] as const) : map.entries();
+      for (const [k, entry] of entries) if (entry) (items[k] ??= {})[m] = entry;
     }
     return items;
   }
@@ -261,7 +264,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (!b.items.every((i) => typeof i === 'string' && i.length > 0 && i.length <= 300))
       throw badParameter('items', 'every entry must be a non-empty string');
     const markets = parseMarkets(b.markets, CATALOGUE_MARKETS);
-    const items = await itemsOf(markets, new Set(b.items as string[]));
+    const items = await itemsOf(markets, [...new Set(b.items as string[])]);
     return reply
       .header('cache-control', CACHE_CONTROL)
       .send({ items, requestor: key(req).customer, plan: key(req).plan, timestamp: new Date().toISOString() });

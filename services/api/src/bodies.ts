@@ -5,7 +5,10 @@
  * so the megabytes are compressed once and a request compresses a few dozen bytes.
  */
 import { createHash } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+
+const gzipAsync = promisify(gzip);
 
 export interface Body {
   /** The shared head of the JSON (everything but the per-request tail). */
@@ -16,11 +19,12 @@ export interface Body {
   builtAt: number;
 }
 
-export function makeBody(head: string): Body {
+/** Compresses on libuv's thread pool: a 5 MB body must not stall every other request. */
+export async function makeBody(head: string): Promise<Body> {
   const buf = Buffer.from(head);
   return {
     head: buf,
-    headGzip: gzipSync(buf, { level: 6 }),
+    headGzip: await gzipAsync(buf, { level: 6 }),
     hash: createHash('sha1').update(buf).digest('base64url').slice(0, 20),
     builtAt: Date.now(),
   };
@@ -46,8 +50,8 @@ export class BodyCache {
     let p = this.building.get(name);
     if (!p) {
       p = build()
-        .then((json) => {
-          const body = makeBody(json);
+        .then(makeBody)
+        .then((body) => {
           this.entries.set(name, { body, version: v });
           return body;
         })

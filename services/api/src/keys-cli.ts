@@ -1,7 +1,7 @@
 /**
  * API keys from the command line (`make keys ARGS="…"`):
  *   create --customer <id> --plan basic|pro|enterprise [--endpoints "GET /v1/prices/latest;…"]
- *          [--expires <ISO time>] [--per-minute N] [--per-day N] [--note text]   (prints the key once)
+ *          [--expires <ISO time>] [--per-second N] [--per-minute N] [--per-day N] [--note text]   (prints the key once)
  *   list
  *   disable <prefix> | enable <prefix>
  *   expire <prefix> [<ISO time>|now|never]
@@ -22,6 +22,7 @@ const { positionals, values } = parseArgs({
     plan: { type: 'string' },
     endpoints: { type: 'string' },
     expires: { type: 'string' },
+    'per-second': { type: 'string' },
     'per-minute': { type: 'string' },
     'per-day': { type: 'string' },
     note: { type: 'string' },
@@ -75,6 +76,7 @@ try {
         plan: values.plan as Plan,
         allowedEndpoints: values.endpoints ? endpoints(values.endpoints) : null,
         expiresAt: values.expires ? time(values.expires) : null,
+        ...(values['per-second'] ? { perSecond: Number(values['per-second']) } : {}),
         ...(values['per-minute'] ? { perMinute: Number(values['per-minute']) } : {}),
         ...(values['per-day'] ? { perDay: Number(values['per-day']) } : {}),
         ...(values.note ? { note: values.note } : {}),
