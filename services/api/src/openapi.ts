@@ -58,6 +58,14 @@ const error = {
   },
 };
 
+/** A time series: daily points carry `date`, hourly ones `time`. */
+const points = (props: object) => ({
+  type: 'array',
+  items: { type: 'object', properties: { date: { type: 'string', format: 'date' }, time: ts, ...props } },
+});
+/** One level of an order book. */
+const level = { type: 'object', properties: { price: dec, count: { type: 'integer' } } };
+
 const q = (name: string, description: string, required = false, schema: object = { type: 'string' }) => ({
   name,
   in: 'query',
@@ -141,18 +149,7 @@ const OPS: Record<EndpointId, { summary: string; parameters?: object[]; body?: o
           market: { type: 'string' },
           currency: { type: 'string' },
           resolution: { type: 'string' },
-          points: {
-            type: 'array',
-            items: {
-              type: 'object',
-              properties: {
-                date: { type: 'string', format: 'date' },
-                time: ts,
-                price: decOrNull,
-                count: { type: ['integer', 'null'] },
-              },
-            },
-          },
+          points: points({ price: decOrNull, count: { type: ['integer', 'null'] } }),
         },
       },
     },
@@ -175,14 +172,8 @@ const OPS: Record<EndpointId, { summary: string; parameters?: object[]; body?: o
           order_book: {
             type: ['object', 'null'],
             properties: {
-              asks: {
-                type: 'array',
-                items: { type: 'object', properties: { price: dec, count: { type: 'integer' } } },
-              },
-              bids: {
-                type: 'array',
-                items: { type: 'object', properties: { price: dec, count: { type: 'integer' } } },
-              },
+              asks: { type: 'array', items: level },
+              bids: { type: 'array', items: level },
             },
           },
         },
@@ -289,19 +280,7 @@ const OPS: Record<EndpointId, { summary: string; parameters?: object[]; body?: o
       ok: {
         type: 'object',
         properties: {
-          points: {
-            type: 'array',
-            items: {
-              type: 'object',
-              properties: {
-                date: { type: 'string', format: 'date' },
-                time: ts,
-                market_cap_rmb: dec,
-                items: { type: 'integer' },
-                cleaned: { type: 'boolean' },
-              },
-            },
-          },
+          points: points({ market_cap_rmb: dec, items: { type: 'integer' }, cleaned: { type: 'boolean' } }),
         },
       },
     },
