@@ -27,9 +27,8 @@ down: ## stop exactly the processes `make up` started (data stays in .local/)
 status: ## what of the local stack is running
 	-@bash infra/local/kafka.sh status; bash infra/local/registry.sh status
 
-run: up ## run the platform locally (for now: the stack; services arrive with their issues)
-	@echo "Stack is up. Kafka 127.0.0.1:9092, registry http://127.0.0.1:8081/apis/ccompat/v7, PostgreSQL $${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/skinprices}"
-	@echo "Stop it with: make down"
+run: up ## the whole platform with demo data: simulator, 14 pollers, materializer, API on :8080; demo keys printed and in .local/demo-keys.json; Ctrl-C stops all
+	node --import tsx infra/local/run.ts
 
 keys: deps ## manage API keys: make keys ARGS='create --customer acme --plan pro' (list, disable, expire, restrict)
 	node --import tsx services/api/src/keys-cli.ts $(ARGS)

@@ -1,0 +1,167 @@
+/**
+ * `make run`: the whole platform on this machine with demo data. After `make up` (Kafka, registry,
+ * PostgreSQL), it creates the topics, issues demo keys, and starts under one supervisor: the
+ * upstream simulator, a poller per marketplace, the materializer and the API. Ctrl-C stops them
+ * all. The end-to-end test boots the platform through this same file.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { API_MIGRATIONS_DIR, KeyStore, type Plan } from '@skinprices/api';
+import { MARKETS } from '@skinprices/domain';
+import { createKafka, ensureTopics, topicDefinitions, waitForKafka } from '@skinprices/events';
+import { commonEnv, createLogger, intFromEnv, parseConfig } from '@skinprices/runtime';
+import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/store';
+import { z } from 'zod';
+import { Supervisor } from './supervisor.js';
+
+const schema = z.object({
+  ...commonEnv,
+  RUN_CATALOGUE_SIZE: intFromEnv(1, 35_000)
+    .default(300)
+    .describe('simulated catalogue: small, so data shows within minutes'),
+  API_HOST: z.string().default('127.0.0.1'),
+  API_PORT: intFromEnv(1, 65_535).default(8080),
+  SIM_CONTROL_PORT: intFromEnv(1, 65_535).default(7100),
+  SIM_BASE_PORT: intFromEnv(1, 65_535).default(7101),
+  DATABASE_SCHEMA: z.string().default('readmodel'),
+  KEYS_SCHEMA: z.string().default('api'),
+  TOPIC_SUFFIX: z.string().default(''),
+  DEMO_KEYS_FILE: z.string().default('.local/demo-keys.json'),
+  POLL_LISTINGS_MS: intFromEnv(0, 86_400_000).default(0).describe('listing interval (0: the registry default, 5 min)'),
+  HISTORY_BACKFILL_DAYS: intFromEnv(0, 400).default(30),
+});
+const config = parseConfig(schema, process.env);
+const logger = createLogger('run', config.LOG_LEVEL);
+
+// ---- topics and demo keys ---------------------------------------------------------------------
+await ensureDatabase(config.DATABASE_URL);
+const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'make-run' });
+await waitForKafka(kafka);
+await ensureTopics(
+  kafka,
+  topicDefinitions().map((t) => ({ ...t, name: `${t.name}${config.TOPIC_SUFFIX}` })),
+);
+
+const keysPool = createPool({ databaseUrl: config.DATABASE_URL, schema: config.KEYS_SCHEMA, max: 1 });
+await ensureSchema(keysPool, config.KEYS_SCHEMA);
+await migrate(keysPool, API_MIGRATIONS_DIR);
+// Each run issues fresh demo keys; the previous run's stop working.
+await keysPool.query(`DELETE FROM api_keys WHERE note = 'demo'`);
+const store = new KeyStore(keysPool);
+const demo = async (customer: string, plan: Plan, extra = {}) =>
+  (await store.create({ customer, plan, note: 'demo', ...extra })).secret;
+const keys = {
+  basic: await demo('demo-basic@example.com', 'basic'),
+  pro: await demo('demo-pro@example.com', 'pro'),
+  enterprise: await demo('demo-enterprise@example.com', 'enterprise'),
+  acl: await demo('demo-acl@example.com', 'enterprise', { allowedEndpoints: ['GET /v1/prices/latest'] }),
+  disabled: await demo('demo-disabled@example.com', 'pro', { disabled: true }),
+  expired: await demo('demo-expired@example.com', 'pro', { expiresAt: new Date(Date.now() - 60_000) }),
+};
+await keysPool.end();
+mkdirSync(dirname(config.DEMO_KEYS_FILE), { recursive: true });
+writeFileSync(config.DEMO_KEYS_FILE, `${JSON.stringify(keys, null, 2)}\n`);
+
+// ---- the services -------------------------------------------------------------------------------
+const supervisor = new Supervisor();
+const common = {
+  DATABASE_URL: config.DATABASE_URL,
+  KAFKA_BROKERS: config.KAFKA_BROKERS,
+  SCHEMA_REGISTRY_URL: config.SCHEMA_REGISTRY_URL,
+  TOPIC_SUFFIX: config.TOPIC_SUFFIX,
+};
+supervisor.start({
+  name: 'simulator',
+  script: 'services/simulator/src/main.ts',
+  env: {
+    SIM_CONTROL_PORT: String(config.SIM_CONTROL_PORT),
+    SIM_BASE_PORT: String(config.SIM_BASE_PORT),
+    SIM_CATALOGUE_SIZE: String(config.RUN_CATALOGUE_SIZE),
+    LOG_LEVEL: 'warn',
+  },
+});
+const control = `http://127.0.0.1:${config.SIM_CONTROL_PORT}`;
+await until(`${control}/healthz`);
+const markets = (await (await fetch(`${control}/_sim/markets`)).json()) as { slug: string; baseUrl: string }[];
+for (const m of MARKETS)
+  supervisor.start({
+    name: `poller-${m.slug}`,
+    script: 'services/poller/src/main.ts',
+    env: {
+      ...common,
+      MARKET: m.slug,
+      UPSTREAM_BASE_URL: markets.find((x) => x.slug === m.slug)?.baseUrl as string,
+      HISTORY_BACKFILL_DAYS: String(config.HISTORY_BACKFILL_DAYS),
+      ...(config.POLL_LISTINGS_MS ? { POLL_LISTINGS_MS: String(config.POLL_LISTINGS_MS) } : {}),
+      LOG_LEVEL: 'warn',
+    },
+  });
+supervisor.start({
+  name: 'materializer',
+  script: 'services/materializer/src/main.ts',
+  env: {
+    ...common,
+    DATABASE_SCHEMA: config.DATABASE_SCHEMA,
+    GROUP_ID: `materializer${config.TOPIC_SUFFIX}`,
+    LOG_LEVEL: 'warn',
+  },
+});
+supervisor.start({
+  name: 'api',
+  script: 'services/api/src/main.ts',
+  env: {
+    ...common,
+    DATABASE_SCHEMA: config.DATABASE_SCHEMA,
+    KEYS_SCHEMA: config.KEYS_SCHEMA,
+    API_HOST: config.API_HOST,
+    API_PORT: String(config.API_PORT),
+    LOG_LEVEL: 'info',
+  },
+});
+const api = `http://${config.API_HOST}:${config.API_PORT}`;
+await until(`${api}/openapi.json`);
+
+let stopping = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping every service');
+    void supervisor.stop().then(() => process.exit(0));
+  });
+
+process.stdout.write(`
+The platform is up: simulator (${control}), ${MARKETS.length} pollers, the materializer and the API (${api}).
+Data appears within a minute or two. Demo keys (also in ${config.DEMO_KEYS_FILE}):
+
+  basic       ${keys.basic}
+  pro         ${keys.pro}
+  enterprise  ${keys.enterprise}
+  acl         ${keys.acl}   (enterprise, only GET /v1/prices/latest)
+  disabled    ${keys.disabled}
+  expired     ${keys.expired}
+
+  curl -s -H 'x-api-key: ${keys.basic}' ${api}/v1/prices/cn-a
+  curl -s --compressed -H 'Authorization: Bearer ${keys.basic}' '${api}/v1/prices/latest?markets=cn-a,eu-a'
+  curl -s -H 'x-api-key: ${keys.pro}' ${api}/v1/prices/cn-b/buyorder
+  curl -s -H 'x-api-key: ${keys.enterprise}' '${api}/v1/indexes/market-cap?resolution=hourly'
+  curl -s -H 'x-api-key: ${keys.enterprise}' -o sales.zip ${api}/v1/market-sales/export
+  curl -s -H 'x-api-key: ${keys.basic}' ${api}/v1/status
+  curl -s -H 'x-api-key: ${keys.acl}' ${api}/v1/prices/cn-a          # 403: not in its ACL
+  curl -s -H 'x-api-key: ${keys.expired}' ${api}/v1/prices/cn-a      # 401
+  open ${api}/docs                                                    # no key needed
+
+Ctrl-C stops everything.
+`);
+
+async function until(url: string): Promise<void> {
+  for (let i = 0; i < 1_200; i++) {
+    try {
+      if ((await fetch(url)).status < 500) return;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${url} did not answer within 5 minutes`);
+}
