@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { API_MIGRATIONS_DIR, KeyStore, type Plan } from '@skinprices/api';
 import { MARKETS } from '@skinprices/domain';
-import { createKafka, ensureTopics, topicDefinitions, waitForKafka } from '@skinprices/events';
+import { createKafka, ensureTopics, EventSerde, topicDefinitions, waitForKafka } from '@skinprices/events';
 import { commonEnv, createLogger, intFromEnv, parseConfig } from '@skinprices/runtime';
 import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/store';
 import { z } from 'zod';
@@ -41,6 +41,12 @@ await ensureTopics(
   kafka,
   topicDefinitions().map((t) => ({ ...t, name: `${t.name}${config.TOPIC_SUFFIX}` })),
 );
+
+// Register every topic's schema once, here, before the services start: fourteen pollers and a
+// materializer registering one new subject at the same moment race on its compatibility rule
+// (Apicurio answers 409 or NONE mid-way); a deploy registers schemas first for the same reason.
+const serde = new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL });
+for (const t of topicDefinitions()) await serde.codec(`${t.name}${config.TOPIC_SUFFIX}`, t.event);
 
 const keysPool = createPool({ databaseUrl: config.DATABASE_URL, schema: config.KEYS_SCHEMA, max: 1 });
 await ensureSchema(keysPool, config.KEYS_SCHEMA);

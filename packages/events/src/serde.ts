@@ -85,6 +85,13 @@ export class EventSerde {
     const level = (current.body as { compatibilityLevel?: string }).compatibilityLevel;
     if (current.status === 200 && level?.toUpperCase() === this.compatibility) return;
     const put = await this.http('PUT', path, { compatibility: this.compatibility });
+    // 409: another process set the rule between our read and our write (several services
+    // registering one new subject at once). Fine if it is ours.
+    if (put.status === 409) {
+      const again = await this.http('GET', path);
+      const now = (again.body as { compatibilityLevel?: string }).compatibilityLevel;
+      if (again.status === 200 && now?.toUpperCase() === this.compatibility) return;
+    }
     if (put.status !== 200) {
       throw new AppError(
         'registry_unavailable',

@@ -1,0 +1,233 @@
+/**
+ * End to end, booted exactly as `make run` boots it (infra/local/run.ts: simulator, a poller per
+ * marketplace, materializer, API, each its own process), on topics, schemas and ports of its own:
+ * the API answers with the simulator's truth, a price change upstream reaches the API and a
+ * downstream subscriber (the example consumer, decoding through the registry), the demo keys
+ * behave as printed, and SIGINT stops everything.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { deleteTopics, topicDefinitions } from '@skinprices/events';
+import { createPool } from '@skinprices/store';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { subscribePriceChanges, type PriceChange } from '../../examples/price-changes-consumer.js';
+import { TestStack, uniqueName } from '../support/stack.js';
+
+const POLL_MS = 3_000;
+
+describe('end to end: make run', () => {
+  const stack = new TestStack();
+  const suffix = `.${uniqueName('e2e')}`;
+  const schema = uniqueName('e2e');
+  const keysSchema = `${schema}_keys`;
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const api = `http://127.0.0.1:${port}`;
+  const control = `http://127.0.0.1:${port + 1}`;
+  const keysFile = join(mkdtempSync(join(tmpdir(), 'e2e-')), 'demo-keys.json');
+  let run: ChildProcess;
+  let keys: Record<'basic' | 'pro' | 'enterprise' | 'acl' | 'disabled' | 'expired', string>;
+  const changes: PriceChange[] = [];
+  let output = '';
+
+  beforeAll(async () => {
+    stack.defer(async () => {
+      await deleteTopics(
+        stack.kafka,
+        topicDefinitions().map((t) => `${t.name}${suffix}`),
+      );
+      const admin = createPool({ databaseUrl: stack.env.databaseUrl, max: 1 });
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; DROP SCHEMA IF EXISTS ${keysSchema} CASCADE`);
+      await admin.end();
+    });
+    run = spawn(process.execPath, ['--import', 'tsx', 'infra/local/run.ts'], {
+      env: {
+        ...process.env,
+        TOPIC_SUFFIX: suffix,
+        DATABASE_SCHEMA: schema,
+        KEYS_SCHEMA: keysSchema,
+        API_PORT: String(port),
+        SIM_CONTROL_PORT: String(port + 1),
+        SIM_BASE_PORT: String(port + 2),
+        DEMO_KEYS_FILE: keysFile,
+        RUN_CATALOGUE_SIZE: '100',
+        POLL_LISTINGS_MS: String(POLL_MS),
+        HISTORY_BACKFILL_DAYS: '2',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    run.stdout?.on('data', (c: Buffer) => (output += c.toString()));
+    run.stderr?.on('data', (c: Buffer) => (output += c.toString()));
+    stack.defer(async () => {
+      if (run.exitCode === null && run.signalCode === null) {
+        run.kill('SIGINT');
+        await new Promise((r) => run.once('exit', r));
+      }
+    });
+    for (let i = 0; i < 600 && !output.includes('Ctrl-C stops everything'); i++) {
+      if (run.exitCode !== null) throw new Error(`make run exited early:\n${output}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(existsSync(keysFile)).toBe(true);
+    keys = JSON.parse(readFileSync(keysFile, 'utf8'));
+    const stop = await subscribePriceChanges(
+      {
+        brokers: stack.env.brokers.split(','),
+        registryUrl: stack.env.registryUrl,
+        topic: `price-changes.v1${suffix}`,
+        groupId: uniqueName('example'),
+        fromBeginning: true,
+      },
+      (c) => {
+        changes.push(c);
+      },
+    );
+    stack.defer(stop);
+  }, 180_000);
+  afterAll(() => stack.cleanup());
+
+  const get = async (path: string, key = keys.pro) => {
+    const res = await fetch(`${api}${path}`, { headers: { 'x-api-key': key } });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+
+  async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const v = await probe().catch(() => undefined);
+      if (v !== undefined) return v;
+      if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  async function truth(market: string, kind: string): Promise<Record<string, unknown>[]> {
+    return (
+      (await (await fetch(`${control}/_sim/truth?market=${market}&kind=${kind}`)).json()) as {
+        records: Record<string, unknown>[];
+      }
+    ).records;
+  }
+
+  it('every listing marketplace answers with the truth, and the catalogue and buy orders too', async () => {
+    let last: unknown;
+    try {
+      for (const market of ['cn-a', 'cn-b', 'cn-c', 'cn-d', 'eu-a', 'eu-b']) {
+        await eventually(
+          `${market} equals the truth`,
+          async () => {
+            const want = (await truth(market, 'listings'))
+              .filter((r) => r.price !== null)
+              .map((r) => `${String(r.market_hash_name)}|${String(r.phase)}|${String(r.price)}|${String(r.count)}`)
+              .sort();
+            const { body } = await get(`/v1/prices/${market}`);
+            const got = (body.data as Record<string, unknown>[])
+              .map(
+                (r) =>
+                  `${String(r.market_hash_name)}|${String(r.phase)}|${String(r.price_rmb ?? r.price)}|${String(r.count)}`,
+              )
+              .sort();
+            if (got.length > 0 && JSON.stringify(got) === JSON.stringify(want)) return true;
+            last = {
+              market,
+              missing: want.filter((w) => !got.includes(w)).slice(0, 3),
+              extra: got.filter((g) => !want.includes(g)).slice(0, 3),
+            };
+            return undefined;
+          },
+          90_000,
+        );
+      }
+      const usd = (await truth('usd-3', 'listings')).find((r) => r.price !== null && r.phase === '')!;
+      await eventually(
+        'usd-3 in the catalogue',
+        async () => {
+          const { body } = await get(`/v1/prices/latest?markets=usd-3`);
+          const items = body.items as Record<string, Record<string, { price: string }>>;
+          return items[String(usd.market_hash_name)]?.['usd-3']?.price === usd.price ? true : undefined;
+        },
+        30_000,
+      );
+      await eventually(
+        'cn-b buy orders equal the truth',
+        async () => {
+          const want = (await truth('cn-b', 'buyorders')).filter((r) => r.price !== null && r.tier === null).length;
+          const { body } = await get('/v1/prices/cn-b/buyorder');
+          const got = (body.data as { phase: string; buyorder_price: string | null }[]).filter(
+            (r) => !/^T\d$/.test(r.phase),
+          );
+          return got.length === want ? true : undefined;
+        },
+        30_000,
+      );
+    } catch (err) {
+      throw new Error(`${String(err)}; last difference: ${JSON.stringify(last)}\n--- output ---\n${output.slice(-6000)}`);
+    }
+  }, 240_000);
+
+  it('a price change upstream reaches the API and a subscriber of price-changes.v1 (through the registry)', async () => {
+    const row = (await truth('cn-a', 'listings')).find((r) => r.price !== null && r.phase === '')!;
+    const started = Date.now();
+    await fetch(`${control}/_sim/override`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        market: 'cn-a',
+        market_hash_name: row.market_hash_name,
+        phase: '',
+        price: '12345.67',
+        count: 3,
+      }),
+    });
+    const inApi = await eventually(
+      'the change in the API',
+      async () => {
+        const { body } = await get('/v1/prices/cn-a');
+        const r = (body.data as { market_hash_name: string; price_rmb: string }[]).find(
+          (x) => x.market_hash_name === row.market_hash_name,
+        );
+        return r?.price_rmb === '12345.67' ? Date.now() - started : undefined;
+      },
+      30_000,
+    );
+    const onTopic = await eventually(
+      'the change on price-changes.v1',
+      async () =>
+        changes.some(
+          (c) => c.market === 'cn-a' && c.market_hash_name === row.market_hash_name && c.new_price === '12345.67',
+        )
+          ? Date.now() - started
+          : undefined,
+      30_000,
+    );
+    const change = changes.find((c) => c.new_price === '12345.67')!;
+    expect(change).toMatchObject({ old_price: row.price, new_count: 3, currency: 'CNY' });
+    // The freshness target is 5 s after the poll that sees the change (the poll interval here is 3 s).
+    console.log(`price change visible: API after ${inApi} ms, price-changes.v1 after ${onTopic} ms`);
+    expect(inApi).toBeLessThan(POLL_MS + 5_000 + 2_000);
+    expect(onTopic).toBeLessThan(POLL_MS + 5_000 + 2_000);
+  });
+
+  it('the demo keys behave as printed', async () => {
+    expect((await get('/v1/prices/cn-a', keys.basic)).status).toBe(200);
+    expect((await get('/v1/indexes/market-cap', keys.enterprise)).status).toBe(200);
+    expect((await get('/v1/prices/cn-a/buyorder', keys.basic)).status).toBe(403);
+    expect((await get('/v1/prices/latest', keys.acl)).status).toBe(200);
+    expect((await get('/v1/prices/cn-a', keys.acl)).status).toBe(403);
+    expect((await get('/v1/prices/cn-a', keys.disabled)).body).toMatchObject({
+      error: { status: 401, code: 'key_disabled' },
+    });
+    expect((await get('/v1/prices/cn-a', keys.expired)).body).toMatchObject({
+      error: { status: 401, code: 'key_expired' },
+    });
+  });
+
+  it('SIGINT stops every service and exits 0', async () => {
+    run.kill('SIGINT');
+    const code = await new Promise<number | null>((r) => run.once('exit', (c) => r(c)));
+    expect(code).toBe(0);
+    await expect(fetch(`${api}/openapi.json`)).rejects.toThrow();
+    await expect(fetch(`${control}/healthz`)).rejects.toThrow();
+  }, 30_000);
+});
