@@ -162,8 +162,69 @@ describe('end to end: make run', () => {
         30_000,
       );
     } catch (err) {
-      throw new Error(`${String(err)}; last difference: ${JSON.stringify(last)}\n--- output ---\n${output.slice(-6000)}`);
+      throw new Error(
+        `${String(err)}; last difference: ${JSON.stringify(last)}\n--- output ---\n${output.slice(-6000)}`,
+      );
     }
+  }, 240_000);
+
+  it('the other endpoints answer from the same data: store, float-ranged, export, market cap, status', async () => {
+    await eventually(
+      'the store equals the truth',
+      async () => {
+        const want = (await truth('store', 'listings'))
+          .filter((r) => r.price !== null)
+          .map((r) => `${String(r.market_hash_name)} ${String(r.price)}`)
+          .sort();
+        const { body } = await get('/v1/store', keys.basic);
+        const got = (body.data as { market_hash_name: string; price: string | null }[])
+          .filter((r) => r.price !== null)
+          .map((r) => `${r.market_hash_name} ${r.price}`)
+          .sort();
+        return got.length > 0 && JSON.stringify(got) === JSON.stringify(want) ? true : undefined;
+      },
+      60_000,
+    );
+    await eventually(
+      'cn-a float-ranged buckets equal the truth',
+      async () => {
+        const want = (await truth('cn-a', 'float-ranged')).length;
+        const { body } = await get('/v2/prices/float-ranged?market=cn-a');
+        return want > 0 && (body.data as unknown[]).length === want ? true : undefined;
+      },
+      60_000,
+    );
+    const zip = await fetch(`${api}/v1/market-sales/export`, { headers: { 'x-api-key': keys.enterprise } });
+    expect([200, 503]).toContain(zip.status);
+    const cap = await eventually(
+      'a market-cap point',
+      async () => {
+        const { body } = await get('/v1/indexes/market-cap?resolution=hourly', keys.enterprise);
+        return (body.points as unknown[]).length > 0 ? body : undefined;
+      },
+      60_000,
+    );
+    expect((cap.points as { cleaned: boolean }[])[0]?.cleaned).toBe(true);
+    const { body: status } = await get('/v1/status', keys.basic);
+    const listings = (status.markets as { market: string; kind: string; stale: boolean }[]).filter(
+      (m) => m.kind === 'LISTINGS',
+    );
+    expect(listings.map((m) => m.market).sort()).toEqual([
+      'cn-a',
+      'cn-b',
+      'cn-c',
+      'cn-d',
+      'eu-a',
+      'eu-b',
+      'store',
+      'usd-1',
+      'usd-2',
+      'usd-3',
+      'usd-4',
+      'usd-5',
+      'usd-6',
+    ]);
+    for (const m of listings) expect(m.stale, m.market).toBe(false);
   }, 240_000);
 
   it('a price change upstream reaches the API and a subscriber of price-changes.v1 (through the registry)', async () => {
