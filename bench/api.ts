@@ -18,10 +18,12 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import autocannon from 'autocannon';
 import { API_MIGRATIONS_DIR, KeyStore } from '@skinprices/api';
-import { exteriorOfName, flagsOfName, MARKETS } from '@skinprices/domain';
+import { MARKETS } from '@skinprices/domain';
 import { LISTING_COLUMNS, listingRow, MIGRATIONS_DIR } from '@skinprices/materializer';
-import { formatMinor, generateCatalogue, MarketModel } from '@skinprices/simulator';
+import { generateCatalogue, MarketModel } from '@skinprices/simulator';
+import { waitForUrl } from '@skinprices/runtime';
 import { copyRows, createPool, ensureSchema, migrate } from '@skinprices/store';
+import { snapshotListings } from './support/listings.js';
 
 const size = Number(process.argv[2] ?? 35_000);
 const seconds = Number(process.argv[3] ?? 10);
@@ -42,30 +44,9 @@ await migrate(pool, MIGRATIONS_DIR);
 const model = new MarketModel(generateCatalogue({ seed: 7, size }), 7);
 let rows = 0;
 for (const market of MARKETS.filter((m) => m.capabilities.includes('listings'))) {
-  const listed = model.listings(market.slug, AT).filter((l) => l.priceMinor !== null);
+  const listed = snapshotListings(model, market, AT, 'bench').filter((e) => e.price !== null);
   const client = await pool.connect();
-  await copyRows(
-    client,
-    'listings_current',
-    LISTING_COLUMNS,
-    listed.map((l) =>
-      listingRow({
-        market: market.slug,
-        market_hash_name: l.item.marketHashName,
-        phase: l.item.phase,
-        currency: market.currency,
-        price: formatMinor(l.priceMinor as number),
-        count: l.count,
-        exterior: exteriorOfName(l.item.marketHashName),
-        stattrak: flagsOfName(l.item.marketHashName).stattrak === 1,
-        souvenir: flagsOfName(l.item.marketHashName).souvenir === 1,
-        template_id: l.item.index,
-        item_page_url: null,
-        observed_at: AT,
-        cycle_id: 'bench',
-      }),
-    ),
-  );
+  await copyRows(client, 'listings_current', LISTING_COLUMNS, listed.map(listingRow));
   client.release();
   rows += listed.length;
 }
@@ -101,17 +82,6 @@ function start(cmd: string, args: string[], env: Record<string, string> = {}): C
   process.on('exit', () => child.kill('SIGTERM'));
   return child;
 }
-async function until(url: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(url)).status < 500) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not answer`);
-}
 const api = start(process.execPath, ['--import', 'tsx', 'services/api/src/main.ts'], {
   API_PORT: String(API_PORT),
   DATABASE_SCHEMA: SCHEMA,
@@ -119,7 +89,7 @@ const api = start(process.execPath, ['--import', 'tsx', 'services/api/src/main.t
   LOG_LEVEL: 'warn',
 });
 const base = `http://127.0.0.1:${API_PORT}`;
-await until(`${base}/openapi.json`);
+await waitForUrl(`${base}/openapi.json`);
 const headers = { 'x-api-key': secret, 'accept-encoding': 'gzip' };
 const first = await fetch(`${base}/v1/prices/cn-a`, { headers });
 // fetch decodes gzip itself; take the raw bytes from a second, undecoded request below.
@@ -168,7 +138,7 @@ http {
 chmodSync(dir, 0o755);
 chmodSync(join(dir, 'cn-a.json.gz'), 0o644);
 const nginx = start('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir]);
-await until(`http://127.0.0.1:${NGINX_PORT}/v1/prices/cn-a`);
+await waitForUrl(`http://127.0.0.1:${NGINX_PORT}/v1/prices/cn-a`);
 
 interface Load {
   rps: number;

@@ -20,7 +20,7 @@ import {
 } from '@skinprices/events';
 import { UpstreamClient } from '@skinprices/marketplaces';
 import { Poller, PollerMetrics } from '@skinprices/poller';
-import { createLogger } from '@skinprices/runtime';
+import { createLogger, waitForUrl } from '@skinprices/runtime';
 
 const size = Number(process.argv[2] ?? 35_000);
 const onlyKinds = process.argv[3] && process.argv[3] !== 'all' ? new Set(process.argv[3].split(',')) : undefined;
@@ -45,19 +45,7 @@ const sim = spawn(process.execPath, ['--import', 'tsx', 'services/simulator/src/
 const stopSim = () => sim.kill('SIGTERM');
 process.on('exit', stopSim);
 
-async function waitFor(url: string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not answer`);
-}
-
-await waitFor(`http://127.0.0.1:${controlPort}/healthz`);
+await waitForUrl(`http://127.0.0.1:${controlPort}/healthz`, 120_000);
 const markets = (await (await fetch(`http://127.0.0.1:${controlPort}/_sim/markets`)).json()) as {
   slug: string;
   baseUrl: string;

@@ -13,7 +13,7 @@
  * Writes bench/results/materialize.json. Needs `make up`.
  */
 import { writeFileSync } from 'node:fs';
-import { exteriorOfName, flagsOfName, MARKETS } from '@skinprices/domain';
+import { MARKETS } from '@skinprices/domain';
 import {
   createKafka,
   deleteTopics,
@@ -22,13 +22,13 @@ import {
   EventSerde,
   topicDefinitions,
   topicFor,
-  type ListingEvent,
   type PollCycleEvent,
 } from '@skinprices/events';
 import { LISTING_COLUMNS, listingRow, Materializer, MIGRATIONS_DIR } from '@skinprices/materializer';
 import { createLogger } from '@skinprices/runtime';
-import { formatMinor, generateCatalogue, MarketModel } from '@skinprices/simulator';
+import { generateCatalogue, MarketModel } from '@skinprices/simulator';
 import { copyRows, createPool, ensureSchema, migrate, type CopyValue } from '@skinprices/store';
+import { snapshotListings } from './support/listings.js';
 
 const size = Number(process.argv[2] ?? 35_000);
 const runs = Number(process.argv[3] ?? 1);
@@ -41,27 +41,7 @@ const AT = Date.UTC(2026, 10, 20, 12);
 // ---- the events: one FULL listings cycle per marketplace ------------------------------------
 const model = new MarketModel(generateCatalogue({ seed: 7, size }), 7);
 const listingMarkets = MARKETS.filter((m) => m.capabilities.includes('listings'));
-const events: ListingEvent[] = [];
-for (const market of listingMarkets) {
-  for (const l of model.listings(market.slug, AT)) {
-    const flags = flagsOfName(l.item.marketHashName);
-    events.push({
-      market: market.slug,
-      market_hash_name: l.item.marketHashName,
-      phase: l.item.phase,
-      currency: market.currency,
-      price: l.priceMinor === null ? null : formatMinor(l.priceMinor),
-      count: l.priceMinor === null ? 0 : l.count,
-      exterior: exteriorOfName(l.item.marketHashName),
-      stattrak: flags.stattrak === 1,
-      souvenir: flags.souvenir === 1,
-      template_id: l.item.index,
-      item_page_url: null,
-      observed_at: AT + 1_000,
-      cycle_id: `${market.slug}:LISTINGS:bench`,
-    });
-  }
-}
+const events = listingMarkets.flatMap((m) => snapshotListings(model, m, AT + 1_000, `${m.slug}:LISTINGS:bench`));
 
 const kafka = createKafka({ brokers, clientId: 'bench-materialize' });
 const serde = new EventSerde({ registryUrl });

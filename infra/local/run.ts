@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { API_MIGRATIONS_DIR, KeyStore, type Plan } from '@skinprices/api';
 import { MARKETS } from '@skinprices/domain';
 import { createKafka, ensureTopics, EventSerde, topicDefinitions, waitForKafka } from '@skinprices/events';
-import { commonEnv, createLogger, intFromEnv, parseConfig } from '@skinprices/runtime';
+import { commonEnv, createLogger, intFromEnv, parseConfig, waitForUrl } from '@skinprices/runtime';
 import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/store';
 import { z } from 'zod';
 import { Supervisor } from './supervisor.js';
@@ -87,7 +87,7 @@ supervisor.start({
   },
 });
 const control = `http://127.0.0.1:${config.SIM_CONTROL_PORT}`;
-await until(`${control}/healthz`);
+await waitForUrl(`${control}/healthz`, 300_000);
 const markets = (await (await fetch(`${control}/_sim/markets`)).json()) as { slug: string; baseUrl: string }[];
 for (const m of MARKETS)
   supervisor.start({
@@ -125,7 +125,7 @@ supervisor.start({
   },
 });
 const api = `http://${config.API_HOST}:${config.API_PORT}`;
-await until(`${api}/openapi.json`);
+await waitForUrl(`${api}/openapi.json`, 300_000);
 
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const)
@@ -159,15 +159,3 @@ Data appears within a minute or two. Demo keys (also in ${config.DEMO_KEYS_FILE}
 
 Ctrl-C stops everything.
 `);
-
-async function until(url: string): Promise<void> {
-  for (let i = 0; i < 1_200; i++) {
-    try {
-      if ((await fetch(url)).status < 500) return;
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`${url} did not answer within 5 minutes`);
-}

@@ -15,7 +15,7 @@ import type { ApiKey, KeyStore } from './keys.js';
 import type { RateLimiter } from './limits.js';
 import { openApiDocument, docsPage } from './openapi.js';
 import { planFor, planIncludes, type EndpointId } from './plans.js';
-import type { ReadModel, ReadModelMore } from './readmodel.js';
+import type { ReadModel } from './readmodel.js';
 
 /** Marketplaces of GET /v1/prices/{market} (spec 4.1). */
 export const LIST_MARKETS: readonly MarketSlug[] = ['cn-a', 'cn-b', 'cn-c', 'cn-d', 'eu-a', 'eu-b'];
@@ -35,7 +35,6 @@ export interface AppDeps {
   keys: KeyStore;
   limiter: RateLimiter;
   read: ReadModel;
-  more: ReadModelMore;
   exports: SalesExportCache;
   version: () => number;
   logger: Logger;
@@ -295,7 +294,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       const resolution = (q(req).resolution ?? 'daily') as string;
       if (resolution !== 'daily' && resolution !== 'hourly')
         throw badParameter('resolution', "one of 'daily', 'hourly'");
-      const points = await deps.more.history(market, name, phase, resolution);
+      const points = await deps.read.history(market, name, phase, resolution);
       return reply.header('cache-control', CACHE_CONTROL).send({
         market,
         currency: getMarket(market).currency,
@@ -319,7 +318,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     const market = m as MarketSlug | undefined;
     const body = await bodies.get(
       `float-ranged:${market ?? '*'}`,
-      async () => `{"data":${JSON.stringify(await deps.more.floatRanged(market))}`,
+      async () => `{"data":${JSON.stringify(await deps.read.floatRanged(market))}`,
     );
     return sendBody(
       req,
@@ -339,7 +338,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       const float = q(req).float;
       if (float !== undefined && (typeof float !== 'string' || !/^(0(\.\d{1,20})?|1(\.0{1,20})?)$/.test(float)))
         throw badParameter('float', 'a decimal between 0 and 1');
-      const data = await deps.more.floatBuyorders(market, name, float as string | undefined);
+      const data = await deps.read.floatBuyorders(market, name, float as string | undefined);
       return reply.header('cache-control', CACHE_CONTROL).send({
         data,
         source: getMarket(market).label,
@@ -355,9 +354,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     const name = requiredString(q(req), 'market_hash_name');
     const markets = parseMarkets(q(req).markets, SALES_MARKETS);
     // "The last 72 hours" by the data's clock (the same as the wall clock in production).
-    const until = (await deps.more.clock()) ?? new Date();
+    const until = (await deps.read.clock()) ?? new Date();
     const since = new Date(until.getTime() - 72 * 3_600_000);
-    const data = await deps.more.sales(name, since, new Date(until.getTime() + 1), markets);
+    const data = await deps.read.sales(name, since, new Date(until.getTime() + 1), markets);
     return reply.header('cache-control', CACHE_CONTROL).send({
       market_hash_name: name,
       from: since.toISOString(),
@@ -391,16 +390,16 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       Math.min(hi, Math.max(lo, v ?? dflt));
     const days = clamp(optionalInt(q(req), 'days'), 7, 365, 30);
     const hours = clamp(optionalInt(q(req), 'hours'), 12, 168, 48);
-    const now = (await deps.more.clock()) ?? new Date();
+    const now = (await deps.read.clock()) ?? new Date();
     const since =
       resolution === 'daily'
         ? new Date(now.getTime() - days * 86_400_000)
         : new Date(now.getTime() - hours * 3_600_000);
-    let points = await deps.more.marketCap(resolution, since);
+    let points = await deps.read.marketCap(resolution, since);
     let source = resolution === 'hourly' ? 'hourly' : 'daily';
     // Hourly reads the pre-aggregated hourly table; without it, the daily table's points serve.
     if (resolution === 'hourly' && points.length === 0) {
-      points = (await deps.more.marketCap('daily', since)).map((p) => ({ ...p, cleaned: false }));
+      points = (await deps.read.marketCap('daily', since)).map((p) => ({ ...p, cleaned: false }));
       source = 'daily-fallback';
     }
     return reply.header('cache-control', CACHE_CONTROL).send({
@@ -418,8 +417,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   // ---- status (beyond the spec) -------------------------------------------------------------------------
   app.get('/v1/status', { config: { endpoint: 'GET /v1/status' } }, async (req, reply) => {
-    const now = (await deps.more.clock()) ?? new Date();
-    const rows = await deps.more.freshness();
+    const now = (await deps.read.clock()) ?? new Date();
+    const rows = await deps.read.freshness();
     const markets = rows.map((r) => {
       const age = r.last_complete_at ? Math.max(0, (now.getTime() - r.last_complete_at.getTime()) / 1000) : null;
       return {
@@ -450,7 +449,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       if (req.params.store !== STORE) throw new ApiError(404, 'not_found', `no route GET /v1/${req.params.store}`);
       const name = typeof q(req).market_hash_name === 'string' ? (q(req).market_hash_name as string) : undefined;
       if (name) {
-        const data = await deps.more.store(STORE, name);
+        const data = await deps.read.store(STORE, name);
         return reply.header('cache-control', CACHE_CONTROL).send({
           data,
           source: getMarket(STORE).label,
@@ -459,7 +458,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
           timestamp: new Date().toISOString(),
         });
       }
-      const body = await bodies.get('store', async () => `{"data":${JSON.stringify(await deps.more.store(STORE))}`);
+      const body = await bodies.get('store', async () => `{"data":${JSON.stringify(await deps.read.store(STORE))}`);
       return sendBody(req, reply, body, envelopeTail(key(req), getMarket(STORE).label, body.builtAt));
     },
   );

@@ -4,5 +4,5 @@ export { apiConfigSchema, MIGRATIONS_DIR as API_MIGRATIONS_DIR, type ApiConfig }
 export { KeyStore, type ApiKey, type AuthFailure, type CreateKeyInput } from './keys.js';
 export { MemoryRateLimiter, RedisRateLimiter, type RateLimiter, type Verdict } from './limits.js';
 export { ENDPOINT_IDS, ENDPOINTS, PLANS, planFor, type EndpointId, type Plan } from './plans.js';
-export { catalogueKey, ReadModel, ReadModelMore } from './readmodel.js';
+export { ReadModel, type HistoryPoint } from './readmodel.js';
 export { ReadModelVersion } from './version.js';

@@ -25,6 +25,7 @@ export type AuthFailure = 'missing' | 'invalid' | 'disabled' | 'expired';
 
 const KEY = /^sp_([a-z0-9]{10})_([A-Za-z0-9_-]{32,64})$/;
 const sha256 = (s: string): Buffer => createHash('sha256').update(s).digest();
+const NO_KEY = Buffer.alloc(32);
 
 interface Row {
   id: string;
@@ -144,14 +145,12 @@ export class KeyStore {
     let hit = this.cache.get(prefix);
     if (!hit || hit.until < now) {
       const { rows } = await this.pool.query<Row>('SELECT * FROM api_keys WHERE prefix = $1', [prefix]);
-      const row = rows[0];
-      // An unknown prefix still costs a comparison, so its timing matches a wrong secret's.
-      hit = row
-        ? { key: toKey(row), hash: row.secret_sha256, until: now + this.cacheMs }
-        : { key: undefined as unknown as ApiKey, hash: Buffer.alloc(32), until: 0 };
-      if (row) this.cache.set(prefix, hit);
+      hit = rows[0] ? { key: toKey(rows[0]), hash: rows[0].secret_sha256, until: now + this.cacheMs } : undefined;
+      if (hit) this.cache.set(prefix, hit);
     }
-    if (!timingSafeEqual(hash, hit.hash) || !hit.key) return 'invalid';
+    // An unknown prefix still costs a comparison, so its timing matches a wrong secret's.
+    const match = timingSafeEqual(hash, hit?.hash ?? NO_KEY);
+    if (!hit || !match) return 'invalid';
     if (hit.key.disabled) return 'disabled';
     if (hit.key.expiresAt && hit.key.expiresAt.getTime() <= now) return 'expired';
     return hit.key;

@@ -6,7 +6,7 @@ import { buildApp } from './app.js';
 import { apiConfigSchema, MIGRATIONS_DIR } from './config.js';
 import { KeyStore } from './keys.js';
 import { MemoryRateLimiter, RedisRateLimiter } from './limits.js';
-import { ReadModel, ReadModelMore } from './readmodel.js';
+import { ReadModel } from './readmodel.js';
 import { ReadModelVersion } from './version.js';
 
 const config = parseConfig(apiConfigSchema, process.env);
@@ -41,7 +41,6 @@ const app = buildApp({
   keys: new KeyStore(keysPool),
   limiter,
   read: new ReadModel(readPool),
-  more: new ReadModelMore(readPool),
   exports: new SalesExportCache(readPool),
   version: () => version.value,
   logger,

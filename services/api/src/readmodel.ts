@@ -2,7 +2,7 @@
  * Queries of the read model, shaped as the spec's rows (section 2). Decimal values stay strings
  * from PostgreSQL `numeric` to JSON; stattrak/souvenir are 0/1; times are `…sssZ` strings.
  */
-import { templateIdFieldName, type MarketSlug } from '@skinprices/domain';
+import { catalogueKey, templateIdFieldName, type MarketSlug, type PhaseOrNone } from '@skinprices/domain';
 import type { Pool } from '@skinprices/store';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
@@ -94,8 +94,12 @@ function catalogueEntry(r: ListingRow): Record<string, unknown> {
   };
 }
 
-/** `<name> (<phase>)` for phase items, the spec's catalogue key. */
-export const catalogueKey = (name: string, phase: string): string => (phase ? `${name} (${phase})` : name);
+export interface HistoryPoint {
+  date?: string;
+  time?: string;
+  price: string | null;
+  count: number | null;
+}
 
 export class ReadModel {
   constructor(private readonly pool: Pool) {}
@@ -111,7 +115,12 @@ export class ReadModel {
   /** The catalogue map of one marketplace: key → that marketplace's object. */
   async catalogue(market: MarketSlug): Promise<Map<string, Record<string, unknown>>> {
     const { rows } = await this.pool.query<ListingRow>(`${LISTING_SELECT} AND c.market = $1`, [market]);
-    return new Map(rows.map((r) => [catalogueKey(r.market_hash_name, r.phase), catalogueEntry(r)]));
+    return new Map(
+      rows.map((r) => [
+        catalogueKey({ marketHashName: r.market_hash_name, phase: r.phase as PhaseOrNone }),
+        catalogueEntry(r),
+      ]),
+    );
   }
 
   async search(name: string, markets: readonly string[]): Promise<Record<string, unknown>[]> {
@@ -157,17 +166,6 @@ export class ReadModel {
       };
     });
   }
-}
-
-export interface HistoryPoint {
-  date?: string;
-  time?: string;
-  price: string | null;
-  count: number | null;
-}
-
-export class ReadModelMore {
-  constructor(private readonly pool: Pool) {}
 
   async history(market: string, name: string, phase: string, resolution: 'daily' | 'hourly'): Promise<HistoryPoint[]> {
     if (resolution === 'daily') {
@@ -303,7 +301,8 @@ export class ReadModelMore {
        ORDER BY sold_at DESC, market, sale_id`,
       [name, since, until, markets],
     );
-    return rows.map((r) => ({ ...r, sold_at: r.sold_at.toISOString(), keychains: r.charms, charms: undefined }));
+    // Charms are "keychains" to users (the spec and the export name them so).
+    return rows.map(({ charms, sold_at, ...r }) => ({ ...r, sold_at: sold_at.toISOString(), keychains: charms }));
   }
 
   async marketCap(resolution: 'daily' | 'hourly', since: Date): Promise<Record<string, unknown>[]> {

@@ -24,7 +24,8 @@ interface Spec<E> {
   table: string;
   columns: readonly string[];
   key: readonly string[];
-  row: (e: E) => CopyValue[];
+  /** The event as a COPY row of `columns`. @default the event's fields of the same names */
+  row?: (e: E) => CopyValue[];
 }
 
 /** Stages the batch and merges the latest state per key, guarded by observed_at. */
@@ -38,7 +39,7 @@ async function upsertLatest<E extends { observed_at: number }>(
     client,
     spec.table,
     spec.columns,
-    messages.map((m) => [...spec.row(m.value as E), m.offset]),
+    messages.map((m) => [...(spec.row ?? byColumns<E>(spec.columns))(m.value as E), m.offset]),
   );
   const key = spec.key.join(', ');
   const rest = spec.columns.filter((c) => !spec.key.includes(c));
@@ -51,40 +52,39 @@ async function upsertLatest<E extends { observed_at: number }>(
     WHERE excluded.observed_at > ${spec.table}.observed_at`);
 }
 
-const json = (v: unknown): string => JSON.stringify(v);
 const at = (ms: number): Date => new Date(ms);
+
+/** An event's fields in column order: times become timestamps, objects and arrays jsonb text. */
+const byColumns =
+  <E>(columns: readonly string[]) =>
+  (e: E): CopyValue[] =>
+    columns.map((c) => {
+      const v = (e as Record<string, unknown>)[c];
+      if (c === 'observed_at' || c === 'sold_at') return at(v as number);
+      return v !== null && typeof v === 'object' ? JSON.stringify(v) : (v as CopyValue);
+    });
+
+const BUYORDERS_COLUMNS = [
+  'market',
+  'market_hash_name',
+  'phase',
+  'tier',
+  'currency',
+  'price',
+  'blue_price',
+  'count',
+  'template_id',
+  'type_id',
+  'observed_at',
+  'cycle_id',
+] as const;
 
 const BUYORDERS: Spec<BuyOrderEvent> = {
   table: 'buyorders_current',
-  columns: [
-    'market',
-    'market_hash_name',
-    'phase',
-    'tier',
-    'currency',
-    'price',
-    'blue_price',
-    'count',
-    'template_id',
-    'type_id',
-    'observed_at',
-    'cycle_id',
-  ],
+  columns: BUYORDERS_COLUMNS,
   key: ['market', 'market_hash_name', 'phase', 'tier'],
-  row: (e) => [
-    e.market,
-    e.market_hash_name,
-    e.phase,
-    e.tier ?? '',
-    e.currency,
-    e.price,
-    e.blue_price,
-    e.count,
-    e.template_id,
-    e.type_id,
-    at(e.observed_at),
-    e.cycle_id,
-  ],
+  // A plain row has no tier: '' (the key column cannot be NULL).
+  row: (e) => byColumns<BuyOrderEvent>(BUYORDERS_COLUMNS)({ ...e, tier: e.tier ?? '' }),
 };
 
 const FLOAT_RANGED: Spec<FloatRangedEvent> = {
@@ -104,20 +104,6 @@ const FLOAT_RANGED: Spec<FloatRangedEvent> = {
     'cycle_id',
   ],
   key: ['market', 'market_hash_name', 'phase', 'float_min'],
-  row: (e) => [
-    e.market,
-    e.market_hash_name,
-    e.phase,
-    e.float_min,
-    e.float_max,
-    e.currency,
-    e.first_price,
-    e.fifth_price,
-    e.count,
-    json(e.phase_labels),
-    at(e.observed_at),
-    e.cycle_id,
-  ],
 };
 
 const FLOAT_BUYORDERS: Spec<FloatBuyOrderEvent> = {
@@ -137,36 +123,12 @@ const FLOAT_BUYORDERS: Spec<FloatBuyOrderEvent> = {
     'cycle_id',
   ],
   key: ['market', 'order_id'],
-  row: (e) => [
-    e.market,
-    e.order_id,
-    e.market_hash_name,
-    e.phase,
-    e.currency,
-    e.price,
-    e.quantity,
-    e.float_min,
-    e.float_max,
-    e.condition,
-    at(e.observed_at),
-    e.cycle_id,
-  ],
 };
 
 const ORDER_BOOK: Spec<OrderBookEvent> = {
   table: 'order_book_current',
   columns: ['market', 'market_hash_name', 'phase', 'currency', 'asks', 'bids', 'observed_at', 'cycle_id'],
   key: ['market', 'market_hash_name', 'phase'],
-  row: (e) => [
-    e.market,
-    e.market_hash_name,
-    e.phase,
-    e.currency,
-    json(e.asks),
-    json(e.bids),
-    at(e.observed_at),
-    e.cycle_id,
-  ],
 };
 
 const HISTORY: Spec<HistoryPointEvent> = {
@@ -207,25 +169,7 @@ async function insertSales(client: PoolClient, messages: readonly DecodedMessage
     client,
     'sales',
     SALE_COLUMNS,
-    messages.map((m) => {
-      const e = m.value as SaleEvent;
-      return [
-        e.market,
-        e.sale_id,
-        e.market_hash_name,
-        e.phase,
-        e.currency,
-        e.price,
-        at(e.sold_at),
-        e.float_value,
-        e.paint_index,
-        e.paint_seed,
-        json(e.stickers),
-        json(e.charms),
-        at(e.observed_at),
-        m.offset,
-      ];
-    }),
+    messages.map((m) => [...byColumns<SaleEvent>(SALE_COLUMNS)(m.value as SaleEvent), m.offset]),
   );
   await client.query(`
     INSERT INTO sales (${SALE_COLUMNS.join(', ')})
