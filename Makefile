@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps up up-cluster down status run replay keys test test-unit test-integration lint typecheck format clean
+.PHONY: help deps up up-cluster down status run replay keys test test-unit test-integration bench bench-tools lint typecheck format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -50,8 +50,15 @@ format: deps ## prettier --write
 test-unit: deps ## unit tests (no services needed)
 	vitest run --project unit
 
-test-integration: up ## integration tests against the real Kafka, registry and PostgreSQL
+test-integration: up bench-tools ## integration tests against the real Kafka, registry and PostgreSQL (and the benchmarks' smoke run)
 	vitest run --project integration
+
+bench-tools: ## nginx and wrk from Debian's packages (the benchmarks' limit and load generator)
+	@command -v nginx >/dev/null && command -v wrk >/dev/null || \
+	  { apt-get install -y -q nginx-light wrk >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q nginx-light wrk >/dev/null; }; }
+
+bench: up bench-tools ## every benchmark at full size, 3 runs each: bench/results.md and bench/results.json (about 25 min)
+	node --import tsx bench/run.ts
 
 test: lint test-unit test-integration ## everything CI runs: lint, unit, integration (starts the stack when needed)
 

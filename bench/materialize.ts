@@ -2,7 +2,7 @@
  * Kafka → PostgreSQL materialise rate against the physical limit on the same run: a raw COPY of
  * the same rows into the same (empty, identically indexed) table.
  *
- *   npx tsx bench/materialize.ts [catalogueSize=35000] [runs=1]
+ *   node --import tsx bench/materialize.ts [--size 35000] [--runs 3] [--out bench/results/materialize.json]
  *
  * One FULL listings cycle of every listing marketplace (the simulator's model evaluated in
  * process, produced through the real producer and registry) plus its COMPLETE markers. The
@@ -12,7 +12,6 @@
  * statistics, liquidity and market cap. The raw COPY is timed alone, its rows already in memory.
  * Writes bench/results/materialize.json. Needs `make up`.
  */
-import { writeFileSync } from 'node:fs';
 import { MARKETS } from '@skinprices/domain';
 import {
   createKafka,
@@ -28,10 +27,12 @@ import { LISTING_COLUMNS, listingRow, Materializer, MIGRATIONS_DIR } from '@skin
 import { createLogger } from '@skinprices/runtime';
 import { generateCatalogue, MarketModel } from '@skinprices/simulator';
 import { copyRows, createPool, ensureSchema, migrate, type CopyValue } from '@skinprices/store';
+import { benchArgs, median, round, writeResult } from './support/harness.js';
 import { snapshotListings } from './support/listings.js';
 
-const size = Number(process.argv[2] ?? 35_000);
-const runs = Number(process.argv[3] ?? 1);
+const args = benchArgs('materialize');
+const size = args.size;
+const runs = args.runs;
 const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 const registryUrl = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skinprices';
@@ -152,10 +153,9 @@ for (let run = 0; run < runs; run++) {
   );
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const mat = median(measured.map((m) => m.materialize_seconds));
 const copy = median(measured.map((m) => m.copy_seconds));
-const report = {
+writeResult(args.out, {
   what: 'Kafka → PostgreSQL: one FULL listings cycle of every listing marketplace, plus its markers',
   limit: 'raw COPY of the same rows into the same empty listings_current table, rows in memory',
   machine: '2 cores; Kafka, registry, PostgreSQL and the benchmark on the same machine',
@@ -166,12 +166,9 @@ const report = {
   copy_seconds: Number(copy.toFixed(3)),
   materialize_events_per_second: Math.round(events.length / mat),
   copy_rows_per_second: Math.round(events.length / copy),
-  materialize_ratio: Number((copy / mat).toFixed(3)),
-  target_ratio: 0.5,
-  measured_at: new Date().toISOString(),
-};
-writeFileSync(new URL('./results/materialize.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
-console.log(JSON.stringify({ materialize_ratio: report.materialize_ratio, events: events.length, mat, copy }));
+  materialize_ratio: round(median(measured.map((m) => m.copy_seconds / m.materialize_seconds))),
+});
+console.log(`materialize ratio ${round(copy / mat)} (${mat.toFixed(2)} s vs raw COPY ${copy.toFixed(2)} s)`);
 
 await producer.disconnect();
 await admin.disconnect();

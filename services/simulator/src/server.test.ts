@@ -352,6 +352,20 @@ describe('HTTP: simulated time', () => {
   it('GET /_sim/clock reports the clock', async () => {
     expect((await control('GET', '/_sim/clock')).body).toEqual({ now: clock.now(), speed: 0 });
   });
+
+  it("GET /_sim/traffic counts each marketplace's requests from the wall-clock time of its first", async () => {
+    const before = (await control('GET', '/_sim/traffic')).body as Record<
+      string,
+      { requests: number; first_at: number }
+    >;
+    const t = Date.now();
+    await get('cn-d', '/nope');
+    await get('cn-d', '/nope');
+    const after = (await control('GET', '/_sim/traffic')).body as typeof before;
+    expect(after['cn-d']?.requests).toBe((before['cn-d']?.requests ?? 0) + 2);
+    if (!before['cn-d']) expect(after['cn-d']?.first_at).toBeGreaterThanOrEqual(t);
+    else expect(after['cn-d']?.first_at).toBe(before['cn-d'].first_at);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -60,6 +60,8 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 
 export class Simulator {
   private readonly servers: Server[] = [];
+  /** Per marketplace: requests answered and the wall-clock time of the first (benchmarks time cold starts from it). */
+  private readonly traffic = new Map<MarketSlug, { requests: number; first_at: number }>();
 
   constructor(private readonly deps: SimulatorDeps) {}
 
@@ -98,6 +100,9 @@ export class Simulator {
   }
 
   private async serveMarket(market: MarketSlug, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const seen = this.traffic.get(market);
+    if (seen) seen.requests++;
+    else this.traffic.set(market, { requests: 1, first_at: Date.now() });
     try {
       const url = new URL(req.url ?? '/', 'http://sim');
       const route = ROUTES[getMarket(market).upstreamFormat][url.pathname];
@@ -185,6 +190,8 @@ export class Simulator {
           );
         case 'GET /_sim/clock':
           return json(res, 200, clock.state());
+        case 'GET /_sim/traffic':
+          return json(res, 200, Object.fromEntries(this.traffic));
         case 'POST /_sim/clock': {
           const b = (await readJson(req)) as { advanceMs?: number; setMs?: number; speed?: number };
           if (b.speed !== undefined) clock.setSpeed(b.speed);

@@ -1,0 +1,282 @@
+/**
+ * The whole platform as `make run` boots it (infra/local/run.ts: simulator, 14 pollers, the
+ * materializer and the API, each its own process), at full catalogue size:
+ *
+ * - cold: from the pollers' first upstream request (the simulator's /_sim/traffic) until every
+ *   listing marketplace's full list is API-visible (a COMPLETE listings cycle in /v1/status and its
+ *   rows in GET /v1/prices/{market}, the catalogue for USD-1..6, /v1/store); `cold_with_boot_s`
+ *   counts from the launch of the services instead (their start-up included);
+ * - freshness: price changes set upstream (simulator overrides), each timed from the poller's
+ *   produce of the changed listing (its Kafka CreateTime: the moment the poll saw it) until
+ *   GET /v1/prices/{market} shows it. That excludes the poll interval and the page walk before the
+ *   item's page; `override_to_visible` includes both, for comparison.
+ *
+ *   node --import tsx bench/platform.ts [--size 35000] [--runs 3] [--profile dir]
+ *
+ * Needs `make up`. Own topics, schemas and ports; all removed afterwards.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KeyStore, LIST_MARKETS } from '@skinprices/api';
+import { MARKETS } from '@skinprices/domain';
+import { createKafka, deleteTopics, EventSerde, itemKey, topicDefinitions } from '@skinprices/events';
+import { waitForUrl } from '@skinprices/runtime';
+import { createPool } from '@skinprices/store';
+import { benchArgs, median, percentile, round, writeResult } from './support/harness.js';
+
+const args = benchArgs('platform');
+const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
+const registryUrl = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
+const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skinprices';
+const LISTING_MARKETS = MARKETS.filter((m) => m.capabilities.includes('listings')).map((m) => m.slug);
+// Listing cycles every 5 s once cold: the steady state in which single changes are timed.
+const POLL_LISTINGS_MS = 5_000;
+const CHANGES_PER_ROUND = args.size >= 10_000 ? 10 : 4;
+const ROUNDS = 3;
+
+interface Row {
+  market_hash_name: string;
+  phase: string | null;
+  price?: string;
+  price_rmb?: string;
+}
+interface Change {
+  market: string;
+  name: string;
+  phase: string;
+  price: string;
+  setAt: number;
+  producedAt?: number;
+  visibleAt?: number;
+}
+interface Run {
+  cold_s: number;
+  cold_with_boot_s: number;
+  platform_start_s: number;
+  visible_rows: number;
+  freshness_ms: number[];
+  override_to_visible_ms: number[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const kafka = createKafka({ brokers, clientId: 'bench-platform' });
+const serde = new EventSerde({ registryUrl });
+
+async function platformRun(run: number): Promise<Run> {
+  const tag = `bench_platform_${Date.now().toString(36)}`;
+  const suffix = `.${tag}`;
+  const port = 21_000 + run * 100;
+  const api = `http://127.0.0.1:${port}`;
+  const control = `http://127.0.0.1:${port + 1}`;
+  const keysFile = join(mkdtempSync(join(tmpdir(), 'bench-platform-')), 'keys.json');
+  const env: Record<string, string> = {
+    TOPIC_SUFFIX: suffix,
+    DATABASE_SCHEMA: tag,
+    KEYS_SCHEMA: `${tag}_keys`,
+    API_PORT: String(port),
+    SIM_CONTROL_PORT: String(port + 1),
+    SIM_BASE_PORT: String(port + 2),
+    DEMO_KEYS_FILE: keysFile,
+    RUN_CATALOGUE_SIZE: String(args.size),
+    POLL_LISTINGS_MS: String(POLL_LISTINGS_MS),
+  };
+  // Every service of the platform inherits NODE_OPTIONS, so each writes its own profile.
+  if (args.profileDir) env.NODE_OPTIONS = `--cpu-prof --cpu-prof-dir=${args.profileDir}`;
+  const spawned = performance.now();
+  const platform: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'infra/local/run.ts'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => platform.once('exit', () => resolve()));
+  process.on('exit', () => platform.kill('SIGINT'));
+  try {
+    await waitForUrl(`${control}/healthz`, 300_000, 50);
+    const t0 = performance.now();
+    await waitForUrl(`${api}/openapi.json`, 300_000, 50);
+    // The demo keys carry the plans' rate limits; the benchmark polls faster than they allow.
+    const keysPool = createPool({ databaseUrl, schema: `${tag}_keys`, max: 1 });
+    const { secret } = await new KeyStore(keysPool).create({
+      customer: 'bench@example.com',
+      plan: 'enterprise',
+      perSecond: 1_000_000,
+      perMinute: 1_000_000_000,
+      perDay: 1_000_000_000,
+    });
+    await keysPool.end();
+    const headers = { 'x-api-key': secret };
+    const getJson = async <T>(path: string): Promise<T | undefined> => {
+      const res = await fetch(`${api}${path}`, { headers });
+      if (res.status === 200) return (await res.json()) as T;
+      // 503: no read model yet. Anything else means the benchmark is measuring the wrong thing.
+      if (res.status !== 503) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
+      await res.arrayBuffer();
+      return undefined;
+    };
+
+    // ---- cold: every listing marketplace complete and listed --------------------------------------
+    const lists = new Map<string, Row[]>();
+    for (;;) {
+      const status = await getJson<{ markets: { market: string; kind: string; last_complete_at: string | null }[] }>(
+        '/v1/status',
+      );
+      const complete = new Set(
+        (status?.markets ?? []).filter((m) => m.kind === 'LISTINGS' && m.last_complete_at).map((m) => m.market),
+      );
+      for (const m of LISTING_MARKETS)
+        if (complete.has(m) && !lists.has(m)) {
+          // USD-1..6 have no list endpoint (spec 4.1): they show in the catalogue (4.3); the
+          // store has its own (4.7).
+          if ((LIST_MARKETS as readonly string[]).includes(m) || m === 'store') {
+            const body = await getJson<{ data: Row[] }>(m === 'store' ? '/v1/store' : `/v1/prices/${m}`);
+            if (body && body.data.length > 0) lists.set(m, body.data);
+          } else {
+            const body = await getJson<{ items: Record<string, Record<string, Row>> }>(
+              `/v1/prices/latest?markets=${m}`,
+            );
+            const rows = Object.entries(body?.items ?? {})
+              .filter(([, byMarket]) => byMarket[m])
+              .map(([name, byMarket]) => ({ ...(byMarket[m] as Row), market_hash_name: name }));
+            if (rows.length > 0) lists.set(m, rows);
+          }
+        }
+      if (lists.size === LISTING_MARKETS.length) break;
+      if (platform.exitCode !== null) throw new Error('the platform exited during the cold start');
+      if (performance.now() - t0 > 900_000)
+        throw new Error(`cold start not visible after 15 min: ${[...lists.keys()]}`);
+      await sleep(100);
+    }
+    const visible = performance.now();
+    const traffic = (await (await fetch(`${control}/_sim/traffic`)).json()) as Record<string, { first_at: number }>;
+    // first_at is wall-clock time: translate it onto this process's monotonic clock.
+    const firstRequest = Math.min(...Object.values(traffic).map((t) => t.first_at)) - Date.now() + performance.now();
+    const visibleRows = [...lists.values()].reduce((n, l) => n + l.length, 0);
+    console.log(
+      `run ${run + 1}: cold ${((visible - firstRequest) / 1000).toFixed(1)} s from the first upstream request, ` +
+        `${((visible - t0) / 1000).toFixed(1)} s with the services' start-up (${visibleRows} rows on ${lists.size} marketplaces)`,
+    );
+
+    // ---- freshness: single changes in the steady state ---------------------------------------
+    const consumer = kafka.consumer({ groupId: `${tag}-watch` });
+    await consumer.connect();
+    await consumer.subscribe({ topic: `listings.v1${suffix}`, fromBeginning: false });
+    const codec = await serde.codec(`listings.v1${suffix}`, 'listing');
+    const pending = new Map<string, Change>();
+    const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        const change = pending.get(message.key?.toString() ?? '');
+        if (!change || change.producedAt !== undefined || !message.value) return;
+        const e = await codec.decode(message.value);
+        if (e.price === change.price) change.producedAt = Number(message.timestamp);
+      },
+    });
+    await joined;
+    await sleep(2_000); // the group's first fetch position is "latest" as of its first fetch
+
+    const changes: Change[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const batch: Change[] = [];
+      for (let i = 0; i < CHANGES_PER_ROUND; i++) {
+        const market = LIST_MARKETS[(round * CHANGES_PER_ROUND + i) % LIST_MARKETS.length] as string;
+        const rows = lists.get(market) as Row[];
+        const row = rows[Math.floor(Math.random() * rows.length)] as Row;
+        const phase = row.phase ?? '';
+        // A price no simulated walk produces: 7 in the cents, and a per-change whole part.
+        const price = `${90_000 + round * 100 + i}.77`;
+        const key = itemKey(market, row.market_hash_name, phase);
+        if (pending.has(key) || batch.some((c) => c.market === market && c.name === row.market_hash_name)) continue;
+        const change: Change = { market, name: row.market_hash_name, phase, price, setAt: 0 };
+        pending.set(key, change);
+        batch.push(change);
+      }
+      for (const c of batch) {
+        const res = await fetch(`${control}/_sim/override`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            market: c.market,
+            market_hash_name: c.name,
+            phase: c.phase,
+            price: c.price,
+            count: 1,
+          }),
+        });
+        if (!res.ok) throw new Error(`override ${c.market} ${c.name}: ${res.status} ${await res.text()}`);
+        c.setAt = Date.now();
+      }
+      // Poll each affected list (ETag: a 304 costs nothing) until every change shows.
+      const etags = new Map<string, string>();
+      const deadline = Date.now() + 120_000;
+      while (batch.some((c) => c.visibleAt === undefined)) {
+        if (Date.now() > deadline) throw new Error(`changes not visible after 120 s: ${JSON.stringify(batch)}`);
+        for (const market of new Set(batch.filter((c) => c.visibleAt === undefined).map((c) => c.market))) {
+          const res = await fetch(`${api}/v1/prices/${market}`, {
+            headers: { ...headers, ...(etags.has(market) ? { 'if-none-match': etags.get(market) as string } : {}) },
+          });
+          const now = Date.now();
+          if (res.status === 304) continue;
+          etags.set(market, res.headers.get('etag') ?? '');
+          const body = (await res.json()) as { data: Row[] };
+          for (const c of batch.filter((x) => x.market === market && x.visibleAt === undefined)) {
+            const r = body.data.find((x) => x.market_hash_name === c.name && (x.phase ?? '') === c.phase);
+            if ((r?.price ?? r?.price_rmb) === c.price) c.visibleAt = now;
+          }
+        }
+        await sleep(50);
+      }
+      changes.push(...batch);
+    }
+    await consumer.disconnect();
+    const unmatched = changes.filter((c) => c.producedAt === undefined);
+    if (unmatched.length > 0) throw new Error(`no listing event seen for ${JSON.stringify(unmatched)}`);
+    return {
+      cold_s: round((visible - firstRequest) / 1000, 2),
+      cold_with_boot_s: round((visible - t0) / 1000, 2),
+      platform_start_s: round((t0 - spawned) / 1000, 2),
+      visible_rows: visibleRows,
+      freshness_ms: changes.map((c) => (c.visibleAt as number) - (c.producedAt as number)),
+      override_to_visible_ms: changes.map((c) => (c.visibleAt as number) - c.setAt),
+    };
+  } finally {
+    platform.kill('SIGINT');
+    await exited;
+    rmSync(keysFile, { force: true });
+    await deleteTopics(
+      kafka,
+      topicDefinitions().map((t) => `${t.name}${suffix}`),
+    );
+    for (const t of topicDefinitions()) await serde.deleteSubject(`${t.name}${suffix}-value`).catch(() => undefined);
+    const admin = createPool({ databaseUrl, max: 1 });
+    await admin.query(`DROP SCHEMA IF EXISTS ${tag} CASCADE; DROP SCHEMA IF EXISTS ${tag}_keys CASCADE`);
+    await admin.end();
+  }
+}
+
+const runs: Run[] = [];
+for (let run = 0; run < args.runs; run++) {
+  const r = await platformRun(run);
+  runs.push(r);
+  console.log(
+    `run ${run + 1}: freshness p50 ${percentile(r.freshness_ms, 50)} ms, p99 ${percentile(r.freshness_ms, 99)} ms; ` +
+      `override → visible p50 ${percentile(r.override_to_visible_ms, 50)} ms`,
+  );
+}
+
+writeResult(args.out, {
+  what: 'make run at full size: cold catalogue to API-visible; single price changes from the poll that sees them to GET /v1/prices/{market}',
+  machine:
+    '2 cores; Kafka, registry, PostgreSQL, simulator, 14 pollers, materializer, API and the benchmark on one machine',
+  catalogue_names: args.size,
+  listing_marketplaces: LISTING_MARKETS.length,
+  poll_listings_ms: POLL_LISTINGS_MS,
+  runs,
+  cold_catalogue_s: median(runs.map((r) => r.cold_s)),
+  cold_with_boot_s: median(runs.map((r) => r.cold_with_boot_s)),
+  freshness_p50_s: round(median(runs.map((r) => percentile(r.freshness_ms, 50) / 1000))),
+  freshness_p99_s: round(median(runs.map((r) => percentile(r.freshness_ms, 99) / 1000))),
+  override_to_visible_p50_s: round(median(runs.map((r) => percentile(r.override_to_visible_ms, 50) / 1000))),
+  override_to_visible_p99_s: round(median(runs.map((r) => percentile(r.override_to_visible_ms, 99) / 1000))),
+});
+process.exit(0);

@@ -1,0 +1,199 @@
+/**
+ * `make bench`: every benchmark, each in its own process, then bench/results.md (a table: what,
+ * target from design.md, measured median, ratio) and bench/results.json (the headline numbers).
+ *
+ *   node --import tsx bench/run.ts                  full size (35k names), 3 runs each
+ *   node --import tsx bench/run.ts --smoke --out D  300 names, 1 run, 2 s loads, results in D
+ *                                                  (what `make test` runs, so the harness keeps working)
+ *   add --profile D to write a --cpu-prof profile of every measured Node process into D
+ *
+ * Needs `make up`, nginx and wrk (`apt-get install -y nginx-light wrk`).
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values } = parseArgs({
+  options: {
+    smoke: { type: 'boolean', default: false },
+    out: { type: 'string' },
+    only: { type: 'string' },
+    profile: { type: 'string' },
+  },
+  strict: true,
+});
+const smoke = values.smoke as boolean;
+const outDir = values.out ?? (smoke ? join('.local', 'bench-smoke') : 'bench');
+const size = smoke ? 300 : 35_000;
+const runs = smoke ? 1 : 3;
+const seconds = smoke ? 2 : 10;
+const BENCHES = ['produce', 'materialize', 'api', 'platform'] as const;
+type Bench = (typeof BENCHES)[number];
+const only = values.only ? new Set(values.only.split(',')) : undefined;
+mkdirSync(join(outDir, 'results'), { recursive: true });
+
+function runBench(name: Bench): Promise<void> {
+  const argv = ['--import', 'tsx', `bench/${name}.ts`, '--size', String(size), '--runs', String(runs)];
+  argv.push('--seconds', String(seconds), '--out', join(outDir, 'results', `${name}.json`));
+  if (values.profile) argv.push('--profile', join(values.profile, name));
+  console.log(`\n== ${name}: ${argv.slice(2).join(' ')}`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, argv, { stdio: 'inherit' });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bench/${name}.ts exited ${code}`))));
+  });
+}
+
+const failed: string[] = [];
+for (const name of BENCHES) {
+  if (only && !only.has(name)) continue;
+  try {
+    await runBench(name);
+  } catch (err) {
+    failed.push(`${name}: ${String(err)}`);
+  }
+}
+
+// ---- the summary: results.json and results.md ---------------------------------------------------
+const read = (name: Bench): Record<string, unknown> => {
+  const path = join(outDir, 'results', `${name}.json`);
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>) : {};
+};
+const r = Object.fromEntries(BENCHES.map((b) => [b, read(b)])) as Record<Bench, Record<string, number>>;
+
+/** The design's targets; `atLeast` for ratios, `atMost` for times and memory. */
+const ROWS: {
+  key: string;
+  what: string;
+  target: string;
+  bound: ['atLeast' | 'atMost', number];
+  value: number | undefined;
+  detail: string;
+}[] = [
+  {
+    key: 'produce_ratio',
+    what: 'poller → Kafka produce (records/s) vs Kafka ProducerPerformance',
+    target: '≥ 0.5',
+    bound: ['atLeast', 0.5],
+    value: r.produce.produce_ratio,
+    detail: `${r.produce.ours_records_per_s} vs ${r.produce.theirs_records_per_s} records/s, ${r.produce.record_bytes} B records`,
+  },
+  {
+    key: 'materialize_ratio',
+    what: 'Kafka → PostgreSQL materialise vs raw COPY of the same rows',
+    target: '≥ 0.5',
+    bound: ['atLeast', 0.5],
+    value: r.materialize.materialize_ratio,
+    detail: `${r.materialize.materialize_seconds} s vs ${r.materialize.copy_seconds} s for ${r.materialize.events} events`,
+  },
+  {
+    key: 'api_ratio',
+    what: 'GET /v1/prices/{market} full list, gzip (rps) vs nginx, same bytes',
+    target: '≥ 0.7',
+    bound: ['atLeast', 0.7],
+    value: r.api.api_ratio,
+    detail: `${r.api.api_rps} vs ${r.api.nginx_rps} rps, ${r.api.list_bytes_gzip} B body, 50 connections`,
+  },
+  {
+    key: 'api_p99_ms',
+    what: 'GET /v1/prices/{market} p99 at 50 connections',
+    target: '≤ 20 ms',
+    bound: ['atMost', 20],
+    value: r.api.api_p99_ms,
+    detail: `nginx p99 ${r.api.nginx_p99_ms} ms on the same run`,
+  },
+  {
+    key: 'post_latest_p99_ms',
+    what: 'POST /v1/prices/latest (100 items) p99 at 50 connections',
+    target: '≤ 15 ms',
+    bound: ['atMost', 15],
+    value: r.api.post_latest_p99_ms,
+    detail: '',
+  },
+  {
+    key: 'history_p99_ms',
+    what: 'GET /v1/prices/{market}/history p99 at 50 connections',
+    target: '≤ 15 ms',
+    bound: ['atMost', 15],
+    value: r.api.history_p99_ms,
+    detail: '',
+  },
+  {
+    key: 'search_p99_ms',
+    what: 'GET /v1/prices/search p99 at 50 connections',
+    target: '≤ 15 ms',
+    bound: ['atMost', 15],
+    value: r.api.search_p99_ms,
+    detail: '',
+  },
+  {
+    key: 'cold_catalogue_s',
+    what: 'cold full catalogue, upstream → API-visible (make run)',
+    target: '≤ 30 s',
+    bound: ['atMost', 30],
+    value: r.platform.cold_catalogue_s,
+    detail: `${r.platform.listing_marketplaces} listing marketplaces, from the first upstream request; ${r.platform.cold_with_boot_s} s counting the services' start-up`,
+  },
+  {
+    key: 'freshness_p99_s',
+    what: 'one price change, poll → visible in GET /v1/prices/{market}, p99',
+    target: '≤ 5 s',
+    bound: ['atMost', 5],
+    value: r.platform.freshness_p99_s,
+    detail: `p50 ${r.platform.freshness_p50_s} s; override → visible p50 ${r.platform.override_to_visible_p50_s} s (includes the wait for the poll)`,
+  },
+  {
+    key: 'api_rss_mb',
+    what: 'API resident memory with every cache full',
+    target: '≤ 512 MB',
+    bound: ['atMost', 512],
+    value: r.api.api_rss_mb,
+    detail: '',
+  },
+];
+
+const met = (row: (typeof ROWS)[number]): boolean | undefined =>
+  row.value === undefined
+    ? undefined
+    : row.bound[0] === 'atLeast'
+      ? row.value >= row.bound[1]
+      : row.value <= row.bound[1];
+const ratioOf = (row: (typeof ROWS)[number]): string =>
+  row.value === undefined
+    ? ''
+    : row.bound[0] === 'atLeast'
+      ? row.value.toFixed(3)
+      : `${(row.value / row.bound[1]).toFixed(2)} of the budget`;
+
+const summary: Record<string, unknown> = { mode: smoke ? 'smoke' : 'full', catalogue_names: size, runs };
+for (const row of ROWS) summary[row.key] = row.value ?? null;
+summary.freshness_p50_s = r.platform.freshness_p50_s ?? null;
+summary.targets_met = Object.fromEntries(ROWS.map((row) => [row.key, met(row) ?? null]));
+summary.failed = failed;
+summary.measured_at = new Date().toISOString();
+writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(summary, null, 2)}\n`);
+
+const lines = [
+  '# Benchmark results',
+  '',
+  `Generated by \`make bench\` (bench/run.ts) on ${summary.measured_at as string}: ${size} catalogue names,`,
+  `median of ${runs} run${runs > 1 ? 's' : ''} each, every ratio taken against its limit in the same run on this 2-core machine.`,
+  'Raw runs: `bench/results/*.json`. Targets: design.md, "Performance targets".',
+  '',
+  '| what | target | measured (median) | ratio | met | detail |',
+  '|---|---|---|---|---|---|',
+  ...ROWS.map(
+    (row) =>
+      `| ${row.what} | ${row.target} | ${row.value ?? 'not measured'} | ${ratioOf(row)} | ${
+        met(row) === undefined ? '' : met(row) ? 'yes' : '**no**'
+      } | ${row.detail} |`,
+  ),
+  '',
+  ...(failed.length ? ['Failed benchmarks:', '', ...failed.map((f) => `- ${f}`), ''] : []),
+];
+// The bottleneck analysis is written by people (with the profiles it cites), not generated.
+if (!smoke && existsSync('bench/bottlenecks.md')) lines.push(readFileSync('bench/bottlenecks.md', 'utf8'));
+writeFileSync(join(outDir, 'results.md'), `${lines.join('\n')}\n`);
+console.log(`\n${lines.slice(6, 8 + ROWS.length).join('\n')}\n\nwrote ${join(outDir, 'results.md')} and results.json`);
+process.exit(failed.length ? 1 : 0);

@@ -1,0 +1,244 @@
+/**
+ * What every benchmark shares: its command line (`--size --runs --seconds --out --profile`),
+ * statistics, child processes that die with the benchmark, RSS, wrk and nginx.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { waitForUrl } from '@skinprices/runtime';
+
+export interface BenchArgs {
+  /** Catalogue names (35,000 is the real catalogue). */
+  size: number;
+  /** Repetitions; every reported figure is the median over them. */
+  runs: number;
+  /** Duration of one load run. */
+  seconds: number;
+  /** Where the benchmark writes its JSON. */
+  out: string;
+  /** Directory for `--cpu-prof` profiles of the measured Node processes; unset: no profiling. */
+  profileDir: string | undefined;
+}
+
+export function benchArgs(name: string, defaults: { seconds?: number } = {}): BenchArgs {
+  const { values } = parseArgs({
+    options: {
+      size: { type: 'string', default: '35000' },
+      runs: { type: 'string', default: '3' },
+      seconds: { type: 'string', default: String(defaults.seconds ?? 10) },
+      out: { type: 'string', default: `bench/results/${name}.json` },
+      profile: { type: 'string' },
+    },
+    strict: true,
+  });
+  const int = (key: string, v: string | undefined): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--${key}: a positive integer, got '${v}'`);
+    return n;
+  };
+  return {
+    size: int('size', values.size),
+    runs: int('runs', values.runs),
+    seconds: int('seconds', values.seconds),
+    out: values.out as string,
+    profileDir: values.profile,
+  };
+}
+
+export const median = (xs: readonly number[]): number => {
+  if (xs.length === 0) throw new Error('median of nothing');
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+
+/** Nearest-rank percentile (p in 0..100). */
+export const percentile = (xs: readonly number[], p: number): number => {
+  if (xs.length === 0) throw new Error('percentile of nothing');
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
+};
+
+export const round = (x: number, digits = 3): number => Number(x.toFixed(digits));
+
+export function writeResult(path: string, result: object): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify({ ...result, measured_at: new Date().toISOString() }, null, 2)}\n`);
+}
+
+const children = new Set<ChildProcess>();
+// SIGTERM, not SIGKILL: nginx's master takes its worker down only when it is asked to stop, and
+// a Node service writes its --cpu-prof profile on the way out.
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGTERM');
+});
+
+/** A child that is killed when the benchmark exits, however it exits. */
+export function startProcess(
+  cmd: string,
+  args: string[],
+  env: Record<string, string> = {},
+  stdio: 'ignore' | 'inherit' = 'ignore',
+): ChildProcess {
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', stdio, 'inherit'] });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+/** A Node service as deployed (`node --import tsx`), with `--cpu-prof` when profiling. */
+export function startService(
+  script: string,
+  env: Record<string, string>,
+  profileDir: string | undefined,
+  stdio: 'ignore' | 'inherit' = 'ignore',
+): ChildProcess {
+  const prof = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  return startProcess(process.execPath, [...prof, '--import', 'tsx', script], env, stdio);
+}
+
+/** Stops a child with SIGTERM (so `--cpu-prof` writes its profile) and waits for it. */
+export async function stopProcess(child: ChildProcess, graceMs = 15_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+export function rssMb(pid: number): number {
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? Number.NaN);
+  return Math.round(kb / 1024);
+}
+
+export function requireTool(cmd: string, aptPackage: string): void {
+  if (spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status !== 0)
+    throw new Error(`${cmd} not found: apt-get install -y ${aptPackage}`);
+}
+
+// ---- wrk ----------------------------------------------------------------------------------------
+
+export interface Load {
+  rps: number;
+  mb_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  requests: number;
+  /** Connect, read, write and timeout errors plus non-2xx/3xx answers: any makes the run invalid. */
+  errors: number;
+}
+
+// wrk's Lua hooks: an optional request body, and a JSON summary with exact percentiles at the end.
+const WRK_LUA = `
+local body = os.getenv("WRK_BODY_FILE")
+if body then
+  local f = io.open(body, "rb"); wrk.body = f:read("*a"); f:close()
+  wrk.method = "POST"
+  wrk.headers["Content-Type"] = "application/json"
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRKJSON {"requests":%d,"bytes":%d,"duration_us":%d,"errors":%d,"p50_us":%d,"p99_us":%d}\\n',
+    summary.requests, summary.bytes, summary.duration,
+    e.connect + e.read + e.write + e.timeout + e.status,
+    latency:percentile(50), latency:percentile(99)))
+end
+`;
+
+let luaFile: string | undefined;
+
+/** wrk (Debian's package, a C load generator) at `connections` connections on 2 threads. */
+export async function wrk(
+  url: string,
+  opts: { seconds: number; connections?: number; headers?: Record<string, string>; body?: string },
+): Promise<Load> {
+  requireTool('wrk', 'wrk');
+  if (!luaFile) {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
+    luaFile = join(dir, 'report.lua');
+    writeFileSync(luaFile, WRK_LUA);
+  }
+  const env: Record<string, string> = {};
+  if (opts.body !== undefined) {
+    const bodyFile = join(dirname(luaFile), `body-${Date.now()}.json`);
+    writeFileSync(bodyFile, opts.body);
+    env.WRK_BODY_FILE = bodyFile;
+  }
+  const args = ['-t2', `-c${opts.connections ?? 50}`, `-d${opts.seconds}s`, '--timeout', '10s', '-s', luaFile];
+  for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}: ${v}`);
+  args.push(url);
+  const out = await new Promise<string>((resolve, reject) => {
+    const child = spawn('wrk', args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (c: Buffer) => (text += c.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`wrk exited ${code}: ${text}`))));
+  });
+  const line = out.split('\n').find((l) => l.startsWith('WRKJSON '));
+  if (!line) throw new Error(`wrk printed no summary:\n${out}`);
+  const r = JSON.parse(line.slice(8)) as Record<string, number>;
+  const seconds = (r.duration_us as number) / 1e6;
+  const load: Load = {
+    rps: Math.round((r.requests as number) / seconds),
+    mb_per_s: round((r.bytes as number) / seconds / 1e6, 1),
+    p50_ms: round((r.p50_us as number) / 1000, 2),
+    p99_ms: round((r.p99_us as number) / 1000, 2),
+    requests: r.requests as number,
+    errors: r.errors as number,
+  };
+  // A run with errors measured something else (404s look fast): refuse it.
+  if (load.errors > 0 || load.requests === 0)
+    throw new Error(`${url}: ${JSON.stringify(load)}: not a valid measurement`);
+  return load;
+}
+
+// ---- nginx --------------------------------------------------------------------------------------
+
+/** nginx (one worker, like the one Node process) serving fixed bytes at fixed paths. */
+export async function startNginx(
+  port: number,
+  files: { path: string; body: Buffer; headers: Record<string, string> }[],
+): Promise<ChildProcess> {
+  requireTool('nginx', 'nginx-light');
+  const dir = mkdtempSync(join(tmpdir(), 'bench-nginx-'));
+  const locations = files.map((f, i) => {
+    writeFileSync(join(dir, `body-${i}`), f.body);
+    chmodSync(join(dir, `body-${i}`), 0o644);
+    const headers = Object.entries(f.headers)
+      .map(([k, v]) => `      add_header ${k} '${v}';`)
+      .join('\n');
+    return `    location = ${f.path} {\n      default_type application/json;\n${headers}\n      alias ${dir}/body-${i};\n    }`;
+  });
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  client_body_temp_path ${dir}/tmp;
+  proxy_temp_path ${dir}/tmp;
+  fastcgi_temp_path ${dir}/tmp;
+  uwsgi_temp_path ${dir}/tmp;
+  scgi_temp_path ${dir}/tmp;
+  server {
+    listen 127.0.0.1:${port};
+${locations.join('\n')}
+  }
+}
+`,
+  );
+  // nginx's worker runs as an unprivileged user: the temp dir (mkdtemp makes it 0700) must be readable.
+  chmodSync(dir, 0o755);
+  const nginx = startProcess('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir]);
+  await waitForUrl(`http://127.0.0.1:${port}${files[0]?.path ?? '/'}`);
+  return nginx;
+}

@@ -1,0 +1,44 @@
+/**
+ * `make bench` in its smoke mode (300 names, one run, 2 s loads): every benchmark runs end to end
+ * against the real stack, nginx and wrk, and the summary carries every headline number. The
+ * numbers of a smoke run are not judged against the targets (a 300-name catalogue is not the
+ * workload); that they exist, are finite and are sane is what keeps the harness from rotting
+ * between full runs.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+describe('bench: make bench --smoke', () => {
+  it('runs every benchmark and writes results.json and results.md with every headline number', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'bench-smoke-'));
+    let output = '';
+    const code = await new Promise<number | null>((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--smoke', '--out', out], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+      child.once('exit', resolve);
+    });
+    expect(code, output).toBe(0);
+    const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as Record<string, unknown>;
+    expect(results.failed).toEqual([]);
+    const ratios = ['produce_ratio', 'materialize_ratio', 'api_ratio'];
+    const positive = ['api_p99_ms', 'cold_catalogue_s', 'freshness_p99_s', 'api_rss_mb', 'post_latest_p99_ms'];
+    for (const key of [...ratios, ...positive]) {
+      expect(typeof results[key], key).toBe('number');
+      expect(Number.isFinite(results[key]), key).toBe(true);
+      expect(results[key] as number, key).toBeGreaterThan(0);
+    }
+    // A ratio far above 1 means the two sides measured different work.
+    for (const key of ratios) expect(results[key] as number, key).toBeLessThan(5);
+    expect(results.freshness_p50_s as number).toBeLessThanOrEqual(results.freshness_p99_s as number);
+    const md = readFileSync(join(out, 'results.md'), 'utf8');
+    expect(md).toContain('| what | target | measured (median) | ratio | met | detail |');
+    expect(md.match(/^\| .* \| [≥≤] /gm)?.length).toBe(10);
+    expect(md).not.toContain('not measured');
+  }, 900_000);
+});
