@@ -1,7 +1,7 @@
 /**
  * The read API against the physical limit on the same run: nginx (Debian package) serving the
  * identical bytes of `GET /v1/prices/cn-a` (gzip), both loaded by wrk at 50 connections, runs
- * alternating. Also the p99 of `POST /v1/prices/latest` with 100 items, search and history, and
+ * alternating; nginx both with sendfile and with one large buffer, the faster of the two counting. Also the p99 of `POST /v1/prices/latest` with 100 items, search and history, and
  * the API's RSS with every cache full.
  *
  *   node --import tsx bench/api.ts [--size 35000] [--runs 3] [--seconds 10] [--profile dir]
@@ -111,44 +111,62 @@ const raw = (await getRaw(`${base}/v1/prices/cn-a`)).body;
 const listJson = JSON.parse(gunzipSync(raw).toString()) as { data: unknown[] };
 console.log(`GET /v1/prices/cn-a: ${listJson.data.length} rows, ${raw.length} bytes gzip`);
 
-// ---- nginx serving the identical bytes ---------------------------------------------------------
-const nginx = await startNginx(NGINX_PORT, [
+const post = { headers, body: JSON.stringify({ items: names }) };
+const seconds = args.seconds;
+// The catalogue's first build is a cold-start cost, not the steady state measured; the answer's
+// bytes are also what nginx serves as the limit for a body of that size.
+const postResponse = await fetch(`${base}/v1/prices/latest`, {
+  method: 'POST',
+  headers: { ...headers, 'content-type': 'application/json' },
+  body: post.body,
+});
+const postAnswer = Buffer.from(new Uint8Array(await postResponse.arrayBuffer()));
+
+// ---- nginx serving the identical bytes, in both of its ways (see startNginx) -------------------
+const served: { path: string; body: Buffer; headers: Record<string, string> }[] = [
   {
     path: '/v1/prices/cn-a',
     body: raw,
     headers: { 'Content-Encoding': 'gzip', 'Cache-Control': 'public, max-age=30', ETag: 'W/"bench"' },
   },
-]);
-
-const post = { headers, body: JSON.stringify({ items: names }) };
-const seconds = args.seconds;
-// The catalogue's first build is a cold-start cost, not the steady state measured.
-await fetch(`${base}/v1/prices/latest`, {
-  method: 'POST',
-  headers: { ...headers, 'content-type': 'application/json' },
-  body: post.body,
-}).then((r) => r.arrayBuffer());
+  { path: '/post-latest-100', body: postAnswer, headers: { 'Cache-Control': 'public, max-age=30' } },
+];
+const nginxSendfile = await startNginx(NGINX_PORT, served, { sendfile: true });
+const nginxBuffered = await startNginx(NGINX_PORT + 1, served, { sendfile: false });
 
 interface Run {
+  nginx_sendfile: Load;
+  nginx_buffered: Load;
+  /** The faster of the two: the limit of this run. */
   nginx: Load;
   api: Load;
   post_latest_100: Load;
+  /** nginx serving the bytes of the POST's answer (to a GET): the p99 floor for a body that size. */
+  nginx_post_body: Load;
   search: Load;
   history: Load;
 }
 const runs: Run[] = [];
 for (let run = 0; run < args.runs; run++) {
+  const nginxSendfileLoad = await wrk(`http://127.0.0.1:${NGINX_PORT}/v1/prices/cn-a`, { seconds, headers });
+  const nginxBufferedLoad = await wrk(`http://127.0.0.1:${NGINX_PORT + 1}/v1/prices/cn-a`, { seconds, headers });
+  const bestPort = nginxSendfileLoad.rps >= nginxBufferedLoad.rps ? NGINX_PORT : NGINX_PORT + 1;
   const r: Run = {
-    nginx: await wrk(`http://127.0.0.1:${NGINX_PORT}/v1/prices/cn-a`, { seconds, headers }),
+    nginx_sendfile: nginxSendfileLoad,
+    nginx_buffered: nginxBufferedLoad,
+    nginx: nginxSendfileLoad.rps >= nginxBufferedLoad.rps ? nginxSendfileLoad : nginxBufferedLoad,
     api: await wrk(`${base}/v1/prices/cn-a`, { seconds, headers }),
+    nginx_post_body: await wrk(`http://127.0.0.1:${bestPort}/post-latest-100`, { seconds, headers }),
     post_latest_100: await wrk(`${base}/v1/prices/latest`, { seconds, ...post }),
-    search: await wrk(`${base}/v1/prices/search?market_hash_name=${encodeURIComponent(names[0] as string)}`, {
+    search: await wrk(`${base}/v1/prices/search`, {
       seconds,
       headers,
+      paths: names.map((n) => `/v1/prices/search?market_hash_name=${encodeURIComponent(n)}`),
     }),
-    history: await wrk(`${base}/v1/prices/cn-a/history?market_hash_name=${encodeURIComponent(names[0] as string)}`, {
+    history: await wrk(`${base}/v1/prices/cn-a/history`, {
       seconds,
       headers,
+      paths: names.map((n) => `/v1/prices/cn-a/history?market_hash_name=${encodeURIComponent(n)}`),
     }),
   };
   runs.push(r);
@@ -181,13 +199,16 @@ writeResult(args.out, {
   api_ratio: round(med((r) => r.api.rps / r.nginx.rps)),
   api_p99_ms: med((r) => r.api.p99_ms),
   nginx_p99_ms: med((r) => r.nginx.p99_ms),
+  nginx_post_body_p99_ms: med((r) => r.nginx_post_body.p99_ms),
+  post_latest_bytes: postAnswer.length,
   post_latest_p99_ms: med((r) => r.post_latest_100.p99_ms),
   search_p99_ms: med((r) => r.search.p99_ms),
   history_p99_ms: med((r) => r.history.p99_ms),
   api_rss_mb: rss,
 });
 
-await stopProcess(nginx);
+await stopProcess(nginxSendfile);
+await stopProcess(nginxBuffered);
 await stopProcess(api);
 await pool.end();
 process.exit(0);

@@ -349,6 +349,12 @@ describe('read API', () => {
     expect((await get('/v1/prices/cn-a', k.pro, { 'if-none-match': etag })).statusCode).toBe(304);
     // The tail (requestor, plan) is part of the tag: another customer's body differs.
     expect((await get('/v1/prices/cn-a', k.basic)).headers.etag).not.toBe(etag);
+    // The body is written in two parts; its length is still declared, and HEAD gets headers only.
+    expect(Number(zipped.headers['content-length'])).toBe(zipped.rawPayload.length);
+    const head = await app.inject({ method: 'HEAD', url: '/v1/prices/cn-a', headers: { 'x-api-key': k.pro } });
+    expect(head.statusCode).toBe(200);
+    expect(head.headers['content-length']).toBe(plain.headers['content-length']);
+    expect(head.rawPayload.length).toBe(0);
   });
 
   it('shapes of the other books: buy orders, store, float-ranged, float buy orders, sales search, export', async () => {

@@ -4,6 +4,7 @@
  */
 import { catalogueKey, templateIdFieldName, type MarketSlug, type PhaseOrNone } from '@skinprices/domain';
 import type { Pool } from '@skinprices/store';
+import { CatalogueShard } from './catalogue.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 const bit = (b: boolean): 0 | 1 => (b ? 1 : 0);
@@ -112,13 +113,13 @@ export class ReadModel {
     return rows.map(listingRow);
   }
 
-  /** The catalogue map of one marketplace: key → that marketplace's object. */
-  async catalogue(market: MarketSlug): Promise<Map<string, Record<string, unknown>>> {
+  /** The catalogue of one marketplace (2.6), as bytes: key → that marketplace's object. */
+  async catalogue(market: MarketSlug): Promise<CatalogueShard> {
     const { rows } = await this.pool.query<ListingRow>(`${LISTING_SELECT} AND c.market = $1`, [market]);
-    return new Map(
+    return CatalogueShard.from(
       rows.map((r) => [
         catalogueKey({ marketHashName: r.market_hash_name, phase: r.phase as PhaseOrNone }),
-        catalogueEntry(r),
+        JSON.stringify(catalogueEntry(r)),
       ]),
     );
   }
