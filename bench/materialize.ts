@@ -3,6 +3,7 @@
  * the same rows into the same (empty, identically indexed) table.
  *
  *   node --import tsx bench/materialize.ts [--size 35000] [--runs 3] [--out bench/results/materialize.json]
+ *     [--profile dir]   (wall time per SQL statement into dir; run under node --cpu-prof for the Node side)
  *
  * One FULL listings cycle of every listing marketplace (the simulator's model evaluated in
  * process, produced through the real producer and registry) plus its COMPLETE markers. The
@@ -27,7 +28,9 @@ import { LISTING_COLUMNS, listingRow, Materializer, MIGRATIONS_DIR } from '@skin
 import { createLogger } from '@skinprices/runtime';
 import { generateCatalogue, MarketModel } from '@skinprices/simulator';
 import { copyRows, createPool, ensureSchema, migrate, type CopyValue } from '@skinprices/store';
-import { benchArgs, median, round, writeResult } from './support/harness.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { benchArgs, median, round, sqlProfile, writeResult } from './support/harness.js';
 import { snapshotListings } from './support/listings.js';
 
 const args = benchArgs('materialize');
@@ -108,6 +111,7 @@ for (let run = 0; run < runs; run++) {
   // Materialize.
   const schemaA = `bench_mat_${run}`;
   const pool = await freshSchema(schemaA);
+  const sql = args.profileDir ? sqlProfile(pool) : undefined;
   const materializer = new Materializer(
     { groupId: `bench-${Date.now().toString(36)}-${run}`, topicSuffix: suffix, migrationsDir: MIGRATIONS_DIR },
     { kafka, serde, pool, logger },
@@ -130,6 +134,14 @@ for (let run = 0; run < runs; run++) {
   await done;
   await materializer.stop();
   const materializeSeconds = (last - (first as number)) / 1000;
+  if (sql && args.profileDir) {
+    // Wall time per statement (several run at once on the pool's connections).
+    const top = sql.top(15);
+    mkdirSync(args.profileDir, { recursive: true });
+    writeFileSync(join(args.profileDir, `sql-run${run + 1}.json`), `${JSON.stringify(top, null, 2)}\n`);
+    for (const t of top)
+      console.log(`  sql ${String(t.ms).padStart(7)} ms ${String(t.calls).padStart(5)}×  ${t.statement}`);
+  }
   const check = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM listings_current');
   if (check.rows[0]?.n !== events.length) throw new Error(`materialized ${check.rows[0]?.n} of ${events.length}`);
   await pool.end();

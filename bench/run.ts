@@ -36,7 +36,12 @@ mkdirSync(join(outDir, 'results'), { recursive: true });
 function runBench(name: Bench): Promise<void> {
   const argv = ['--import', 'tsx', `bench/${name}.ts`, '--size', String(size), '--runs', String(runs)];
   argv.push('--seconds', String(seconds), '--out', join(outDir, 'results', `${name}.json`));
-  if (values.profile) argv.push('--profile', join(values.profile, name));
+  if (values.profile) {
+    argv.push('--profile', join(values.profile, name));
+    // produce and materialize run our code inside the benchmark's own process.
+    if (name === 'produce' || name === 'materialize')
+      argv.unshift('--cpu-prof', `--cpu-prof-dir=${join(values.profile, name)}`);
+  }
   console.log(`\n== ${name}: ${argv.slice(2).join(' ')}`);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, argv, { stdio: 'inherit' });

@@ -275,3 +275,49 @@ ${locations.join('\n')}
   await waitForUrl(`http://127.0.0.1:${port}${files[0]?.path ?? '/'}`);
   return nginx;
 }
+
+// ---- where PostgreSQL time goes -------------------------------------------------------------------
+
+/**
+ * Wall time per SQL statement of every client of `pool` (the materializer spends most of its time
+ * waiting on PostgreSQL, which a Node CPU profile shows as idle). Statements are keyed by their
+ * first 100 characters; a COPY stream is timed until it finishes.
+ */
+export function sqlProfile(pool: {
+  on(event: 'acquire', cb: (client: { query: (...a: unknown[]) => unknown }) => void): unknown;
+}): { top(n: number): { statement: string; calls: number; ms: number }[] } {
+  const totals = new Map<string, { calls: number; ms: number }>();
+  const wrapped = new WeakSet<object>();
+  const add = (text: string, ms: number) => {
+    const key = text.replace(/\s+/g, ' ').trim().slice(0, 100);
+    const t = totals.get(key) ?? { calls: 0, ms: 0 };
+    t.calls++;
+    t.ms += ms;
+    totals.set(key, t);
+  };
+  pool.on('acquire', (client) => {
+    if (wrapped.has(client)) return;
+    wrapped.add(client);
+    const query = client.query.bind(client);
+    client.query = (...a: unknown[]) => {
+      const first = a[0] as string | { text?: string; constructor: { name: string } };
+      const text = typeof first === 'string' ? first : (first.text ?? `(${first.constructor.name})`);
+      const t0 = performance.now();
+      const result = query(...a) as { then?: unknown; on?: (e: string, cb: () => void) => void };
+      if (typeof result?.then === 'function')
+        (result as Promise<unknown>).then(
+          () => add(text, performance.now() - t0),
+          () => add(text, performance.now() - t0),
+        );
+      else if (typeof result?.on === 'function') result.on('finish', () => add(text, performance.now() - t0));
+      return result;
+    };
+  });
+  return {
+    top: (n) =>
+      [...totals]
+        .map(([statement, t]) => ({ statement, calls: t.calls, ms: Math.round(t.ms) }))
+        .sort((a, b) => b.ms - a.ms)
+        .slice(0, n),
+  };
+}
