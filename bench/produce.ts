@@ -45,8 +45,6 @@ const events: ListingEvent[] = MARKETS.filter((m) => m.capabilities.includes('li
 const kafka = createKafka({ brokers, clientId: 'bench-produce' });
 const serde = new EventSerde({ registryUrl });
 const partitions = topicFor('listing').partitions;
-const producer = new EventProducer(kafka);
-await producer.connect();
 
 interface Run {
   ours_records_per_s: number;
@@ -76,8 +74,11 @@ for (let run = 0; run < args.runs; run++) {
     console.log(`${events.length} records, mean ${recordBytes} bytes, batch.size ${batchBytes}`);
   }
 
-  // Kafka's own producer first, then ours, each on a fresh topic.
+  // Kafka's own producer first, then ours, each on a fresh topic. A producer per run: kafkajs keeps
+  // a deleted topic in its metadata and every later refresh fails on it, so a second run's sends hang.
   const perf = await producerPerformance(theirs, events.length, recordBytes, batchBytes);
+  const producer = new EventProducer(kafka);
+  await producer.connect();
   const t0 = performance.now();
   for (let i = 0; i < events.length; i += PAGE) {
     const res = await producer.send(codec, events.slice(i, i + PAGE));
@@ -92,6 +93,7 @@ for (let run = 0; run < args.runs; run++) {
   };
   runs.push(r);
   console.log(`run ${run + 1}:`, r);
+  await producer.disconnect();
   await deleteTopics(kafka, [ours, theirs]);
   await serde.deleteSubject(`${ours}-value`);
 }
@@ -149,5 +151,4 @@ writeResult(args.out, {
   produce_ratio: round(median(runs.map((r) => r.ours_records_per_s / r.theirs_records_per_s))),
 });
 console.log(`produce ratio ${round(ours / theirs)} (${ours} vs ${theirs} records/s)`);
-await producer.disconnect();
 process.exit(0);
