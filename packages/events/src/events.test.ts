@@ -1,4 +1,6 @@
 import { readdirSync } from 'node:fs';
+import { parsePrice } from '@skinprices/domain';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SAMPLES } from '../../../test/support/samples.js';
 import { eventKey, itemKey, parseItemKey } from './keys.js';
@@ -78,6 +80,24 @@ describe('validateEvent', () => {
     expect(() => validateEvent('listing', eventSchema('listing').type, none)).not.toThrow();
     expect(() => validateEvent('listing', eventSchema('listing').type, { ...none, price: '0' })).toThrow();
   });
+
+  it('gives every price string the verdict of parsePrice (the fast path changes no answer)', () => {
+    const digits = fc.string({ unit: fc.constantFrom('0', '1', '9', '.', '-', '+', ' ', 'e'), maxLength: 8 });
+    fc.assert(
+      fc.property(digits, (price) => {
+        let full = true;
+        try {
+          parsePrice(price);
+        } catch {
+          full = false;
+        }
+        const ok = () => validateEvent('listing', eventSchema('listing').type, { ...SAMPLES.listing, price });
+        if (full) expect(ok).not.toThrow();
+        else expect(ok).toThrow();
+      }),
+      { numRuns: 3000 },
+    );
+  });
 });
 
 describe('keys', () => {
@@ -97,5 +117,20 @@ describe('keys', () => {
   });
   it('keys poll cycles by market and data kind', () => {
     expect(eventKey('pollCycle', SAMPLES.pollCycle)).toBe('["eu-a","LISTINGS"]');
+  });
+});
+
+describe('itemKey', () => {
+  it('is JSON.stringify of [market, name, phase] for any strings (quotes, controls, surrogates, ★)', () => {
+    const part = fc.oneof(
+      fc.string({ unit: fc.constantFrom('"', '\\', '\n', '\u0001', '★', '\ud800', '\udc00', 'a') }),
+      fc.string({ unit: 'binary' }),
+    );
+    fc.assert(
+      fc.property(part, part, part, (m, n, p) => {
+        expect(itemKey(m, n, p)).toBe(JSON.stringify([m, n, p]));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

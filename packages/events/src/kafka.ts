@@ -2,16 +2,9 @@
  * Kafka client construction plus producer and consumer helpers that speak our events.
  */
 import { AppError } from '@skinprices/domain';
-import {
-  Kafka,
-  logLevel,
-  Partitioners,
-  type Consumer,
-  type KafkaConfig,
-  type Producer,
-  type RecordMetadata,
-} from 'kafkajs';
+import { Kafka, logLevel, type Consumer, type KafkaConfig, type Producer, type RecordMetadata } from 'kafkajs';
 import { eventKey } from './keys.js';
+import { DefaultPartitioner } from './partitioner.js';
 import type { TopicCodec } from './serde.js';
 import type { EventKind, EventMap } from './types.js';
 
@@ -58,7 +51,7 @@ export class EventProducer {
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
+      createPartitioner: DefaultPartitioner,
       // Retrying without limit is what keeps the idempotent producer exactly-once (kafkajs warns
       // otherwise); while Kafka is away a send waits, and the caller's cycle waits with it.
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 30_000 },
@@ -80,10 +73,11 @@ export class EventProducer {
   /** Encodes and sends events keyed by marketplace + item identity; bad events are returned, not sent. */
   async send<K extends EventKind>(codec: TopicCodec<K>, events: readonly EventMap[K][]): Promise<SendResult<K>> {
     const rejected: SendResult<K>['rejected'] = [];
-    const messages: { key: string; value: Buffer }[] = [];
+    const messages: { key: Buffer; value: Buffer }[] = [];
     for (const event of events) {
       try {
-        messages.push({ key: eventKey(codec.kind, event), value: codec.encode(event) });
+        // The key as bytes once: the partitioner and the record encoder would each convert a string.
+        messages.push({ key: Buffer.from(eventKey(codec.kind, event)), value: codec.encode(event) });
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         rejected.push({ event, error: err });

@@ -167,6 +167,8 @@ function translateRegistryError(err: unknown, subject: string, kind: string): Ap
 export class TopicCodec<K extends EventKind> {
   private readonly type: avro.Type;
   private readonly header: Buffer;
+  /** Header, then the record being encoded; grows to the largest record seen. */
+  private scratch: Buffer;
 
   constructor(
     private readonly serde: EventSerde,
@@ -178,12 +180,27 @@ export class TopicCodec<K extends EventKind> {
     this.header = Buffer.alloc(5);
     this.header.writeUInt8(MAGIC, 0);
     this.header.writeUInt32BE(schemaId, 1);
+    this.scratch = Buffer.allocUnsafe(16 * 1024);
+    this.header.copy(this.scratch, 0);
   }
 
-  /** Validates (shape and money rules), then encodes in the Confluent wire format. */
+  /**
+   * Validates (shape and money rules), then encodes in the Confluent wire format. The record is
+   * written after the header in a scratch buffer and copied out once (avsc's toBuffer plus a
+   * concat allocated and copied three times per record, a tenth of the produce path).
+   */
   encode(value: EventMap[K]): Buffer {
     validateEvent(this.kind, this.type, value);
-    return Buffer.concat([this.header, this.type.toBuffer(value)]);
+    let end = this.type.encode(value, this.scratch, 5);
+    if (end < 0) {
+      // Too small by -end bytes: grow (at least double) and write again.
+      this.scratch = Buffer.allocUnsafe(Math.max(this.scratch.length * 2, this.scratch.length - end));
+      this.header.copy(this.scratch, 0);
+      end = this.type.encode(value, this.scratch, 5);
+    }
+    const out = Buffer.allocUnsafe(end);
+    this.scratch.copy(out, 0, 0, end);
+    return out;
   }
 
   /** Decodes a record written with any registered version of this topic's schema into ours. */

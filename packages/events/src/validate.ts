@@ -10,22 +10,32 @@ import type avro from 'avsc';
 const PRICE_FIELDS = new Set(['price', 'blue_price', 'first_price', 'fifth_price', 'old_price', 'new_price']);
 const UNIT_INTERVAL_FIELDS = new Set(['float_min', 'float_max', 'float_value', 'wear']);
 
+// The shapes every well-formed event uses, checked without building a Decimal (that was most of
+// validation's cost on the produce path); anything else goes the full way and gets its message.
+const PLAIN_POSITIVE = /^(?:[1-9]\d*(?:\.\d+)?|0\.\d*[1-9]\d*)$/;
+const PLAIN_UNIT = /^(?:0(?:\.\d+)?|1(?:\.0+)?)$/;
+
 function checkMoney(value: unknown, path: string, problems: string[]): void {
   if (Array.isArray(value)) {
     value.forEach((v, i) => checkMoney(v, `${path}[${i}]`, problems));
     return;
   }
   if (value === null || typeof value !== 'object') return;
-  for (const [field, v] of Object.entries(value as Record<string, unknown>)) {
-    const here = path ? `${path}.${field}` : field;
+  for (const field in value as Record<string, unknown>) {
+    const v = (value as Record<string, unknown>)[field];
     if (v === null || v === undefined) continue;
+    const price = PRICE_FIELDS.has(field);
+    const unit = !price && UNIT_INTERVAL_FIELDS.has(field);
+    if (!price && !unit && typeof v !== 'object') continue;
+    if (typeof v === 'string' && ((price && PLAIN_POSITIVE.test(v)) || (unit && PLAIN_UNIT.test(v)))) continue;
+    const here = path ? `${path}.${field}` : field;
     try {
-      if (PRICE_FIELDS.has(field)) parsePrice(v, here);
-      else if (UNIT_INTERVAL_FIELDS.has(field)) {
+      if (price) parsePrice(v, here);
+      else if (unit) {
         const d = parseDecimal(v, here);
         if (d.lessThan(0) || d.greaterThan(new Dec(1)))
           problems.push(`${here}: must be within [0, 1], got ${String(v)}`);
-      } else if (typeof v === 'object') checkMoney(v, here, problems);
+      } else checkMoney(v, here, problems);
     } catch (err) {
       problems.push(err instanceof Error ? err.message : String(err));
     }
