@@ -146,6 +146,16 @@ interface Run {
   search: Load;
   history: Load;
 }
+// Warm-up, not recorded: the first seconds of a fresh process measure V8's tiers and the heap
+// growing (the first of three runs had 3-4× the p99 of the others), not the service's steady state.
+for (const [url, opts] of [
+  [`${base}/v1/prices/cn-a`, { headers }],
+  [`${base}/v1/prices/latest`, post],
+  [`${base}/v1/prices/search?market_hash_name=${encodeURIComponent(names[0] as string)}`, { headers }],
+  [`${base}/v1/prices/cn-a/history?market_hash_name=${encodeURIComponent(names[0] as string)}`, { headers }],
+] as const)
+  await wrk(url, { seconds: Math.min(3, seconds), ...opts });
+
 const runs: Run[] = [];
 for (let run = 0; run < args.runs; run++) {
   const nginxSendfileLoad = await wrk(`http://127.0.0.1:${NGINX_PORT}/v1/prices/cn-a`, { seconds, headers });
