@@ -321,3 +321,81 @@ export function sqlProfile(pool: {
         .slice(0, n),
   };
 }
+
+// ---- where CPU goes across processes --------------------------------------------------------------
+
+/**
+ * CPU seconds (user + system) so far of every process in `rootPid`'s tree, named by its service
+ * (script and MARKET), plus the stack's Kafka, registry and PostgreSQL: a per-process profile of a
+ * whole-platform phase is the difference of two of these.
+ */
+export function cpuSeconds(rootPid: number): Map<string, number> {
+  const tick = 100; // USER_HZ on Linux
+  const ps = spawnSync('ps', ['-eo', 'pid=,ppid=,comm='], { encoding: 'utf8' }).stdout;
+  const procs = ps
+    .trim()
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .map(([pid, ppid, comm]) => ({ pid: Number(pid), ppid: Number(ppid), comm: comm as string }));
+  const tree = new Set<number>([rootPid]);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of procs)
+      if (!tree.has(p.pid) && tree.has(p.ppid)) {
+        tree.add(p.pid);
+        grew = true;
+      }
+  }
+  const out = new Map<string, number>();
+  const add = (name: string, pid: number) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const s = (Number(f[11]) + Number(f[12])) / tick;
+      out.set(name, (out.get(name) ?? 0) + s);
+    } catch {
+      // gone meanwhile
+    }
+  };
+  for (const pid of tree) {
+    let name = 'other';
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const script = cmd.find((a) => a.includes('/src/main.ts') || a.endsWith('run.ts'));
+      const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      const market = env.find((e) => e.startsWith('MARKET='))?.slice(7);
+      name = script
+        ? script.replace(/^.*services\/([^/]+)\/.*$/, '$1').replace(/^.*\/run\.ts$/, 'supervisor')
+        : 'other';
+      if (market && name === 'poller') name = `poller ${market}`;
+    } catch {
+      continue;
+    }
+    add(name, pid);
+  }
+  for (const p of procs) {
+    if (p.comm === 'postgres') add('postgresql', p.pid);
+    else if (p.comm === 'java') {
+      const cmd = readFileSync(`/proc/${p.pid}/cmdline`, 'utf8');
+      add(
+        cmd.includes('kafka.Kafka')
+          ? 'kafka'
+          : cmd.includes('apicurio') || cmd.includes('quarkus')
+            ? 'registry'
+            : 'java',
+        p.pid,
+      );
+    }
+  }
+  return out;
+}
+
+/** `after - before` per name, largest first, in whole seconds with one decimal. */
+export function cpuDelta(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
+  return Object.fromEntries(
+    [...after]
+      .map(([k, v]) => [k, round(v - (before.get(k) ?? 0), 1)] as const)
+      .filter(([, v]) => v > 0)
+      .sort((a, b) => b[1] - a[1]),
+  );
+}
