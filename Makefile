@@ -57,7 +57,7 @@ bench-tools: ## nginx and wrk from Debian's packages (the benchmarks' limit and 
 	@command -v nginx >/dev/null && command -v wrk >/dev/null || \
 	  { apt-get install -y -q nginx-light wrk >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q nginx-light wrk >/dev/null; }; }
 
-bench: up bench-tools ## every benchmark at full size, 3 runs each: bench/results.md and bench/results.json (about 25 min)
+bench: up bench-tools ## every benchmark at full size, 3 runs each: bench/results.md and bench/results.json (about 35 min)
 	node --import tsx bench/run.ts
 
 test: lint test-unit test-integration ## everything CI runs: lint, unit, integration (starts the stack when needed)
