@@ -13,7 +13,7 @@
  */
 import { get } from 'node:http';
 import { gunzipSync } from 'node:zlib';
-import { API_MIGRATIONS_DIR, KeyStore } from '@skinprices/api';
+import { API_MIGRATIONS_DIR } from '@skinprices/api';
 import { MARKETS } from '@skinprices/domain';
 import { LISTING_COLUMNS, listingRow, MIGRATIONS_DIR } from '@skinprices/materializer';
 import { generateCatalogue, MarketModel } from '@skinprices/simulator';
@@ -21,6 +21,7 @@ import { waitForUrl } from '@skinprices/runtime';
 import { copyRows, createPool, ensureSchema, migrate } from '@skinprices/store';
 import {
   benchArgs,
+  benchKey,
   median,
   requireTool,
   round,
@@ -78,14 +79,8 @@ console.log(`seeded ${rows} listings (${size} names), history for ${names.length
 const keysPool = createPool({ databaseUrl, schema: KEYS, max: 1 });
 await ensureSchema(keysPool, KEYS);
 await migrate(keysPool, API_MIGRATIONS_DIR);
-const { secret } = await new KeyStore(keysPool).create({
-  customer: 'bench@example.com',
-  plan: 'enterprise',
-  perSecond: 1_000_000,
-  perMinute: 1_000_000_000,
-  perDay: 1_000_000_000,
-});
 await keysPool.end();
+const secret = await benchKey(databaseUrl, KEYS);
 
 // ---- the API as its own process -----------------------------------------------------------------
 const api = startService(

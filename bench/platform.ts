@@ -19,12 +19,21 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KeyStore, LIST_MARKETS } from '@skinprices/api';
+import { LIST_MARKETS } from '@skinprices/api';
 import { MARKETS } from '@skinprices/domain';
 import { createKafka, deleteTopics, EventSerde, itemKey, topicDefinitions } from '@skinprices/events';
 import { waitForUrl } from '@skinprices/runtime';
 import { createPool } from '@skinprices/store';
-import { benchArgs, cpuDelta, cpuSeconds, median, percentile, round, writeResult } from './support/harness.js';
+import {
+  benchArgs,
+  benchKey,
+  cpuDelta,
+  cpuSeconds,
+  median,
+  percentile,
+  round,
+  writeResult,
+} from './support/harness.js';
 
 const args = benchArgs('platform');
 const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
@@ -108,16 +117,7 @@ async function platformRun(run: number): Promise<Run> {
     await waitForUrl(`${control}/healthz`, 300_000, 50);
     const t0 = performance.now();
     await waitForUrl(`${api}/openapi.json`, 300_000, 50);
-    // The demo keys carry the plans' rate limits; the benchmark polls faster than they allow.
-    const keysPool = createPool({ databaseUrl, schema: `${tag}_keys`, max: 1 });
-    const { secret } = await new KeyStore(keysPool).create({
-      customer: 'bench@example.com',
-      plan: 'enterprise',
-      perSecond: 1_000_000,
-      perMinute: 1_000_000_000,
-      perDay: 1_000_000_000,
-    });
-    await keysPool.end();
+    const secret = await benchKey(databaseUrl, `${tag}_keys`);
     const headers = { 'x-api-key': secret };
     const getJson = async <T>(path: string): Promise<T | undefined> => {
       const res = await fetch(`${api}${path}`, { headers });

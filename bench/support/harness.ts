@@ -7,7 +7,9 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { KeyStore } from '@skinprices/api';
 import { waitForUrl } from '@skinprices/runtime';
+import { createPool } from '@skinprices/store';
 
 export interface BenchArgs {
   /** Catalogue names (35,000 is the real catalogue). */
@@ -398,4 +400,26 @@ export function cpuDelta(before: Map<string, number>, after: Map<string, number>
       .filter(([, v]) => v > 0)
       .sort((a, b) => b[1] - a[1]),
   );
+}
+
+// ---- an API key without limits --------------------------------------------------------------------
+
+/**
+ * An enterprise key with limits no benchmark reaches, in the keys schema `schema` (migrated): the
+ * demo keys carry the plans' rate limits, and a benchmark asks faster than they allow.
+ */
+export async function benchKey(databaseUrl: string, schema: string): Promise<string> {
+  const pool = createPool({ databaseUrl, schema, max: 1 });
+  try {
+    const { secret } = await new KeyStore(pool).create({
+      customer: 'bench@example.com',
+      plan: 'enterprise',
+      perSecond: 1_000_000,
+      perMinute: 1_000_000_000,
+      perDay: 1_000_000_000,
+    });
+    return secret;
+  } finally {
+    await pool.end();
+  }
 }
