@@ -1,6 +1,5 @@
 /** Prometheus metrics of one poller process (a registry per instance: tests run several in one process). */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { serveMetrics, type MetricsServer } from '@skinprices/runtime';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export class PollerMetrics {
@@ -63,21 +62,7 @@ export class PollerMetrics {
   });
 
   /** Serves /metrics; port 0 picks a free port. */
-  async serve(host: string, port: number): Promise<{ url: string; close: () => Promise<void> }> {
-    const server: Server = createServer((req, res) => {
-      if (req.url !== '/metrics') {
-        res.writeHead(404).end();
-        return;
-      }
-      this.registry.metrics().then(
-        (text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text),
-        () => res.writeHead(500).end(),
-      );
-    });
-    await new Promise<void>((resolve) => server.listen(port, host, resolve));
-    return {
-      url: `http://${host}:${(server.address() as AddressInfo).port}/metrics`,
-      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-    };
+  serve(host: string, port: number): Promise<MetricsServer> {
+    return serveMetrics(this.registry, host, port);
   }
 }
