@@ -3,16 +3,24 @@
  * endpoint ACLs and rate limits; one error body everywhere. Fastify: routing with parametric
  * paths, hooks for the key check before any handler runs, body limits and content-type checks.
  */
-import { createGunzip } from 'node:zlib';
 import { getMarket, isMarketSlug, MARKETS, type MarketSlug } from '@skinprices/domain';
 import type { SalesExportCache } from '@skinprices/exports';
 import type { Logger } from '@skinprices/runtime';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { AnswerCache, BodyCache, tailOf, VersionedCache, type Body } from './bodies.js';
+import { AnswerCache, BodyCache, inflateHead, tailOf, VersionedCache, type Body } from './bodies.js';
 import { combine, itemsJson, type CatalogueShard } from './catalogue.js';
+import {
+  answerExpectations,
+  clientErrorHandler,
+  frameworkErrors,
+  methodNotAllowed,
+  parseJsonBody,
+  refuseNulBytes,
+} from './edge.js';
 import { ApiError, badParameter } from './errors.js';
 import type { ApiKey, KeyStore } from './keys.js';
-import type { RateLimiter } from './limits.js';
+import { FailedAuthLimiter, type RateLimiter } from './limits.js';
+import { ApiMetrics } from './metrics.js';
 import { openApiDocument, docsPage } from './openapi.js';
 import { planFor, planIncludes, type EndpointId } from './plans.js';
 import type { ReadModel } from './readmodel.js';
@@ -29,7 +37,13 @@ const HISTORY_MARKETS: readonly MarketSlug[] = MARKETS.filter(
   (m) => m.capabilities.includes('listings') || m.capabilities.includes('history'),
 ).map((m) => m.slug);
 const STORE: MarketSlug = 'store';
+/**
+ * Spec 2.2 asks for a public 30-second cache hint on price answers. Every answer ends with the
+ * caller's customer and plan, so a shared cache must keep one copy per key: hence `Vary` on both
+ * key headers (and on Accept-Encoding, for the gzip and plain forms).
+ */
 const CACHE_CONTROL = 'public, max-age=30';
+const VARY = 'accept-encoding, x-api-key, authorization';
 const ITEMS_OPEN = Buffer.from('{"items":');
 
 export interface AppDeps {
@@ -41,6 +55,10 @@ export interface AppDeps {
   logger: Logger;
   /** A marketplace whose last complete cycle is older than this is flagged stale in /v1/status. */
   staleAfterMs: number;
+  /** Failed authentications per client address. @default 60 a minute */
+  failedAuth?: FailedAuthLimiter;
+  /** Request, auth and cache metrics. @default a fresh registry (not served) */
+  metrics?: ApiMetrics;
 }
 
 declare module 'fastify' {
@@ -70,8 +88,11 @@ function presentedKey(req: FastifyRequest): string | undefined {
 /** Comma-separated or repeated `markets`, each a known slug among `allowed`. */
 function parseMarkets(value: unknown, allowed: readonly MarketSlug[]): MarketSlug[] {
   if (value === undefined || value === '') return [...allowed];
-  const parts = (Array.isArray(value) ? value : [value])
-    .flatMap((v) => String(v).split(','))
+  const list: unknown[] = Array.isArray(value) ? value : [value];
+  if (!list.every((v): v is string => typeof v === 'string'))
+    throw badParameter('markets', 'a comma-separated string or an array of strings');
+  const parts = list
+    .flatMap((v) => v.split(','))
     .map((s) => s.trim())
     .filter(Boolean);
   for (const p of parts)
@@ -110,7 +131,7 @@ function sendBody(req: FastifyRequest, reply: FastifyReply, body: Body, tailText
   const headers: Record<string, string | number> = {
     etag: tail.etag,
     'cache-control': CACHE_CONTROL,
-    vary: 'accept-encoding',
+    vary: VARY,
     'content-type': 'application/json; charset=utf-8',
   };
   if (req.headers['if-none-match'] === tail.etag) return reply.code(304).headers(headers).send();
@@ -125,30 +146,69 @@ function sendBody(req: FastifyRequest, reply: FastifyReply, body: Body, tailText
     res.write(body.headGzip);
     res.end(tail.gzip);
   } else {
-    const plain = createGunzip();
+    const plain = inflateHead(body);
     plain.on('error', (err) => res.destroy(err));
     plain.on('end', () => res.end(tail.plain));
     plain.pipe(res, { end: false });
-    plain.end(body.headGzip);
   }
   return undefined;
 }
 
 /** A JSON document already serialised (cached parts plus the per-request envelope). */
 const sendJson = (reply: FastifyReply, json: string | Buffer) =>
-  reply.header('cache-control', CACHE_CONTROL).type('application/json; charset=utf-8').send(json);
+  reply.header('cache-control', CACHE_CONTROL).header('vary', VARY).type('application/json; charset=utf-8').send(json);
 
 const envelopeTail = (key: ApiKey, source: string | undefined, at: number) =>
   `${source === undefined ? '' : `,"source":${JSON.stringify(source)}`},"requestor":${JSON.stringify(key.customer)},"plan":${JSON.stringify(key.plan)},"timestamp":${JSON.stringify(new Date(at).toISOString())}}`;
 
+/** A thrown error that is not one of ours: Fastify's own 4xx, PostgreSQL away or not ready, or a bug. */
+function asApiError(err: unknown): ApiError {
+  const status = (err as { statusCode?: number }).statusCode ?? 500;
+  const code = String((err as { code?: unknown }).code ?? '');
+  const message = err instanceof Error ? err.message : String(err);
+  if (status === 413) return new ApiError(413, 'payload_too_large', 'the request body is larger than 64 KiB');
+  if (status === 415) return new ApiError(415, 'unsupported_media_type', 'send the body as application/json');
+  if (status === 400) return new ApiError(400, 'bad_parameter', `body: ${message}`);
+  if (status > 400 && status < 500) return new ApiError(status, 'bad_request', message);
+  if (code === '42P01')
+    return new ApiError(
+      503,
+      'not_available',
+      'the read model is not ready yet (no materializer has run); try again shortly',
+      {
+        'retry-after': '5',
+      },
+    );
+  // Connection exceptions (08…), operator intervention (57P…), refused or dropped connections.
+  if (
+    /^(08|57P)/.test(code) ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT'].includes(code) ||
+    /Connection terminated/.test(message)
+  )
+    return new ApiError(503, 'not_available', 'the database is unavailable; try again shortly', { 'retry-after': '5' });
+  return new ApiError(500, 'internal', 'internal error; try again shortly');
+}
+
 export function buildApp(deps: AppDeps): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: 64 * 1024, routerOptions: { caseSensitive: true } });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 64 * 1024,
+    routerOptions: { caseSensitive: true },
+    clientErrorHandler,
+    frameworkErrors,
+  });
+  answerExpectations(app.server);
+  const allowedMethods = methodNotAllowed(app);
   // JSON only: a text/plain body is a 415, not a string handed to the handlers.
-  app.removeContentTypeParser('text/plain');
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
+  const failedAuth = deps.failedAuth ?? new FailedAuthLimiter();
+  const metrics = deps.metrics ?? new ApiMetrics();
   const bodies = new BodyCache(deps.version);
   const answers = new AnswerCache(deps.version);
   // Per marketplace and for all of them combined, the catalogue of the current read-model version.
   const catalogues = new VersionedCache<CatalogueShard>(deps.version);
+  metrics.watchCaches({ bodies, answers, catalogues });
   const shardsOf = (markets: readonly MarketSlug[]) =>
     Promise.all(
       markets.map(async (market) => ({
@@ -165,12 +225,36 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     return itemsJson(combine(await shardsOf(markets), only));
   }
 
-  // ---- keys, plans, ACLs, limits: before any handler -----------------------------------------
+  // Every answer's latency by route pattern; 'finish' also fires for hijacked replies.
   app.addHook('onRequest', async (req, reply) => {
+    const t0 = performance.now();
+    reply.raw.once('finish', () =>
+      metrics.requests.observe(
+        { route: req.routeOptions.url ?? 'unmatched', method: req.method, status: String(reply.raw.statusCode) },
+        (performance.now() - t0) / 1000,
+      ),
+    );
+  });
+
+  // ---- keys, plans, ACLs, limits: before any handler -----------------------------------------
+  app.addHook('onRequest', async (req) => {
     const endpoint = req.routeOptions.config.endpoint;
     if (!endpoint) return;
     const key = await deps.keys.authenticate(presentedKey(req));
     if (typeof key === 'string') {
+      // Guessing is limited per address; a valid key from the same address still passes (a
+      // customer behind one NAT with a misconfigured client keeps working). Refusals stay cheap:
+      // authentication is an in-memory lookup (keys.ts).
+      failedAuth.record(req.ip);
+      const wait = failedAuth.blockedFor(req.ip);
+      metrics.authFailures.inc({ reason: wait > 0 ? 'throttled' : key });
+      if (wait > 0)
+        throw new ApiError(
+          429,
+          'auth_rate_limited',
+          `too many failed authentications from this address (${failedAuth.perMinute} a minute); retry after ${wait} s`,
+          { 'retry-after': String(wait) },
+        );
       const [code, message] = AUTH_FAILURES[key];
       throw new ApiError(401, code, message, { 'www-authenticate': 'ApiKey header="x-api-key"' });
     }
@@ -182,7 +266,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       throw new ApiError(403, 'endpoint_not_allowed', `the key is not allowed to call ${endpoint}`);
     const verdict = await deps.limiter.hit(key);
     if (!verdict.ok) {
-      reply.header('retry-after', String(verdict.retryAfterS));
+      metrics.rateLimited.inc({ window: verdict.window });
       throw new ApiError(
         429,
         'rate_limited',
@@ -192,40 +276,20 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     }
     req.apiKey = key;
   });
+  // Path, query and body strings: a NUL byte is refused here, before any SQL sees it.
+  app.addHook('preValidation', refuseNulBytes);
 
-  app.setErrorHandler((err, _req, reply) => {
-    let e: ApiError;
-    if (err instanceof ApiError) e = err;
-    else {
-      const status = (err as { statusCode?: number }).statusCode ?? 500;
-      const code = (err as { code?: string }).code;
-      if (status === 413) e = new ApiError(413, 'payload_too_large', 'the request body is larger than 64 KiB');
-      else if (status === 415) e = new ApiError(415, 'unsupported_media_type', 'send the body as application/json');
-      else if (status === 400)
-        e = new ApiError(
-          400,
-          'bad_parameter',
-          code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'body: empty' : `body: ${(err as Error).message}`,
-        );
-      else if ((err as { code?: string }).code === '42P01')
-        e = new ApiError(
-          503,
-          'not_available',
-          'the read model is not ready yet (no materializer has run); try again shortly',
-          {
-            'retry-after': '5',
-          },
-        );
-      else {
-        deps.logger.error({ err, url: _req.url }, 'request failed');
-        e = new ApiError(500, 'internal', 'internal error; try again shortly');
-      }
-    }
+  app.setErrorHandler((err, req, reply) => {
+    const e = err instanceof ApiError ? err : asApiError(err);
+    if (e.status >= 500) deps.logger.error({ err, url: req.url.slice(0, 300) }, 'request failed');
     for (const [h, v] of Object.entries(e.headers)) reply.header(h, v);
     return reply.code(e.status).header('cache-control', 'no-store').send(e.body());
   });
   app.setNotFoundHandler((req, reply) =>
-    reply.code(404).send(new ApiError(404, 'not_found', `no route ${req.method} ${req.url.split('?')[0]}`).body()),
+    reply
+      .code(404)
+      .header('cache-control', 'no-store')
+      .send(new ApiError(404, 'not_found', `no route ${req.method} ${req.url.split('?')[0]?.slice(0, 200)}`).body()),
   );
 
   const key = (req: FastifyRequest) => req.apiKey as ApiKey;
@@ -489,5 +553,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     },
   );
 
+  allowedMethods.close();
   return app;
 }

@@ -1,24 +1,38 @@
 /**
- * Large bodies are serialised once per data change and kept gzip-ready; a request serves bytes.
- * The envelope's per-key fields (requestor, plan) are appended per request as a second gzip
- * member: RFC 1952 allows several members in one stream and every gzip decoder reads them as one,
- * so the megabytes are compressed once and a request compresses a few dozen bytes.
+ * Large bodies are serialised once per data change and kept compressed; a request serves bytes.
+ * The envelope's per-key fields (requestor, plan) end every body, so each answer is the shared
+ * head plus a per-request tail, sent as ONE gzip member (RFC 1952):
+ *
+ *   gzip header │ deflate(head), sync-flushed, no final block │ deflate(tail), final │ CRC-32, ISIZE
+ *   └──────────── cached per body version ────────────────────┘ └─ memoised per key tail ─┘
+ *
+ * A sync flush ends the head's deflate data on a byte boundary without closing the stream, so a
+ * second, independent deflate stream (it never refers back into the head) simply continues it;
+ * the trailer's CRC-32 continues the head's CRC over the tail. Two gzip members, which RFC 1952
+ * allows, were what we sent before: curl and Chromium decode only the first and cut the JSON.
  *
  * Only the compressed head is kept: the plain JSON of the catalogue and the six lists was three
- * quarters of the API's memory. A client that does not accept gzip gets the head decompressed as
- * a stream while it is sent (CPU for the rare client, not memory for every one).
+ * quarters of the API's memory. A client that does not accept gzip gets the head inflated as a
+ * stream while it is sent (CPU for the rare client, not memory for every one).
  */
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
-import { gzip, gzipSync } from 'node:zlib';
+import { constants, crc32, createInflateRaw, deflateRaw, deflateRawSync, type InflateRaw } from 'node:zlib';
 
-const gzipAsync = promisify(gzip);
+const deflateRawAsync = promisify(deflateRaw);
+
+/** gzip member header: magic, CM=deflate, no flags, no mtime, XFL 0, OS unknown (RFC 1952 §2.3). */
+const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+/** An empty final deflate block (fixed Huffman, end-of-block only): closes a sync-flushed stream. */
+const EMPTY_FINAL_BLOCK = Buffer.from([0x03, 0x00]);
 
 export interface Body {
-  /** The shared head of the JSON (everything but the per-request tail), gzip-compressed. */
+  /** gzip header + the head's deflate data, sync-flushed and not final: the start of one member. */
   headGzip: Buffer;
   /** Bytes of the head uncompressed. */
   headLength: number;
+  /** CRC-32 of the uncompressed head, continued over each tail for the member's trailer. */
+  headCrc: number;
   /** Content hash of the head, the base of the ETag. */
   hash: string;
   builtAt: number;
@@ -26,9 +40,10 @@ export interface Body {
   tails: Map<string, Tail>;
 }
 
-/** The per-key end of a body: plain and as its own gzip member, and the ETag of head + tail. */
+/** The per-key end of a body: plain, and as the rest of the body's gzip member; the ETag of head + tail. */
 export interface Tail {
   plain: Buffer;
+  /** Final deflate data of the tail plus the member's trailer (CRC-32 and length of head + tail). */
   gzip: Buffer;
   etag: string;
 }
@@ -46,9 +61,13 @@ export function tailOf(body: Body, tail: string): Tail {
   if (t) return t;
   if (body.tails.size >= MAX_TAILS) body.tails.clear();
   const plain = Buffer.from(tail);
+  const trailer = Buffer.alloc(8);
+  trailer.writeUInt32LE(crc32(plain, body.headCrc) >>> 0, 0);
+  // ISIZE is the length modulo 2^32 (RFC 1952 §2.3.1).
+  trailer.writeUInt32LE((body.headLength + plain.length) % 0x1_0000_0000, 4);
   t = {
     plain,
-    gzip: gzipSync(plain, { level: 1 }),
+    gzip: Buffer.concat([deflateRawSync(plain, { level: 1 }), trailer]),
     etag: `"${body.hash}.${createHash('sha1').update(plain).digest('base64url').slice(0, 10)}"`,
   };
   body.tails.set(tail, t);
@@ -58,13 +77,23 @@ export function tailOf(body: Body, tail: string): Tail {
 /** Compresses on libuv's thread pool: a 5 MB body must not stall every other request. */
 export async function makeBody(head: string | Buffer): Promise<Body> {
   const buf = typeof head === 'string' ? Buffer.from(head) : head;
+  const deflated = await deflateRawAsync(buf, { level: 6, finishFlush: constants.Z_SYNC_FLUSH });
   return {
-    headGzip: await gzipAsync(buf, { level: 6 }),
+    headGzip: Buffer.concat([GZIP_HEADER, deflated]),
     headLength: buf.length,
+    headCrc: crc32(buf),
     hash: createHash('sha1').update(buf).digest('base64url').slice(0, 20),
     builtAt: Date.now(),
     tails: new Map(),
   };
+}
+
+/** The head uncompressed, as a stream (for clients that do not accept gzip). */
+export function inflateHead(body: Body): InflateRaw {
+  const inflate = createInflateRaw();
+  inflate.write(body.headGzip.subarray(GZIP_HEADER.length));
+  inflate.end(EMPTY_FINAL_BLOCK);
+  return inflate;
 }
 
 /**
@@ -73,6 +102,8 @@ export async function makeBody(head: string | Buffer): Promise<Body> {
  * per name; while a rebuild runs, the previous value is served (it is at most seconds old).
  */
 export class VersionedCache<T> {
+  /** Lookups answered from the cache and lookups that had to build (for /metrics). */
+  readonly stats = { hits: 0, misses: 0 };
   private readonly entries = new Map<string, { value: T; version: number; at: number }>();
   private readonly building = new Map<string, Promise<T>>();
 
@@ -84,7 +115,11 @@ export class VersionedCache<T> {
   async get(name: string, build: () => Promise<T>): Promise<T> {
     const e = this.entries.get(name);
     const v = this.version();
-    if (e && (e.version === v || Date.now() - e.at < this.minAgeMs)) return e.value;
+    if (e && (e.version === v || Date.now() - e.at < this.minAgeMs)) {
+      this.stats.hits++;
+      return e.value;
+    }
+    this.stats.misses++;
     let p = this.building.get(name);
     if (!p) {
       p = build()
@@ -107,6 +142,10 @@ export class VersionedCache<T> {
 export class BodyCache {
   private readonly cache: VersionedCache<Body>;
 
+  get stats(): { hits: number; misses: number } {
+    return this.cache.stats;
+  }
+
   constructor(version: () => number, minAgeMs = 1_000) {
     this.cache = new VersionedCache(version, minAgeMs);
   }
@@ -124,6 +163,7 @@ export class BodyCache {
  * once `maxEntries` or `maxBytes` is reached; single-flight per request key.
  */
 export class AnswerCache {
+  readonly stats = { hits: 0, misses: 0 };
   private readonly entries = new Map<string, { json: string; version: number; at: number }>();
   private readonly loading = new Map<string, Promise<string>>();
   private bytesHeld = 0;
@@ -140,8 +180,10 @@ export class AnswerCache {
       // Map order is the LRU order: a hit moves the entry to the end.
       this.entries.delete(key);
       this.entries.set(key, e);
+      this.stats.hits++;
       return Promise.resolve(e.json);
     }
+    this.stats.misses++;
     let p = this.loading.get(key);
     if (!p) {
       p = load()

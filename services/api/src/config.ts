@@ -18,6 +18,11 @@ export const apiConfigSchema = z.object({
     .default(900)
     .describe('/v1/status flags a marketplace stale when its last complete cycle is older'),
   DB_POOL_SIZE: intFromEnv(1, 100).default(8).describe('PostgreSQL connections for reads'),
+  AUTH_FAILURES_PER_MINUTE: intFromEnv(1, 1_000_000)
+    .default(60)
+    .describe('failed authentications a client address may have per minute before its requests get 429'),
+  METRICS_HOST: z.string().default('127.0.0.1').describe('where /metrics listens (never the public port)'),
+  METRICS_PORT: intFromEnv(0, 65_535).optional().describe('Prometheus /metrics port; unset: no endpoint'),
 });
 export type ApiConfig = z.infer<typeof apiConfigSchema>;
 

@@ -2,7 +2,8 @@
 export { buildApp, CATALOGUE_MARKETS, LIST_MARKETS, type AppDeps } from './app.js';
 export { apiConfigSchema, MIGRATIONS_DIR as API_MIGRATIONS_DIR, type ApiConfig } from './config.js';
 export { KeyStore, type ApiKey, type AuthFailure, type CreateKeyInput } from './keys.js';
-export { MemoryRateLimiter, RedisRateLimiter, type RateLimiter, type Verdict } from './limits.js';
+export { FailedAuthLimiter, MemoryRateLimiter, RedisRateLimiter, type RateLimiter, type Verdict } from './limits.js';
+export { ApiMetrics } from './metrics.js';
 export { ENDPOINT_IDS, ENDPOINTS, PLANS, planFor, type EndpointId, type Plan } from './plans.js';
 export { ReadModel, type HistoryPoint } from './readmodel.js';
-export { ReadModelVersion } from './version.js';
+export { PgNotifications, ReadModelVersion } from './version.js';

@@ -1,6 +1,9 @@
 /**
- * API keys: `sp_<prefix>_<secret>`. Only SHA-256(secret) is stored; authentication finds the row
- * by prefix and compares hashes in constant time, so neither the table nor timing reveals a key.
+ * API keys: `sp_<prefix>_<secret>`. Only SHA-256(secret) is stored. Every key is held in memory
+ * (a snapshot of the table, reloaded when its trigger notifies, see migrations/0002): authentication
+ * is a map lookup and a constant-time hash comparison, the same work for an unknown prefix as for a
+ * wrong secret, and never a database query per request — so neither the table, nor timing, nor a
+ * flood of made-up keys reaches PostgreSQL.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Pool } from '@skinprices/store';
@@ -71,13 +74,36 @@ export interface CreateKeyInput {
 }
 
 export class KeyStore {
-  /** Authenticated keys, briefly: a request must not cost a database round trip. */
-  private readonly cache = new Map<string, { key: ApiKey; hash: Buffer; until: number }>();
+  private snapshot: Map<string, { key: ApiKey; hash: Buffer }> | undefined;
+  private loadedAt = 0;
+  private queue: Promise<void> = Promise.resolve();
+  private refreshing: Promise<void> | undefined;
+  private listening = false;
 
+  /**
+   * @param maxAgeMs while no notification listener keeps the snapshot current (the CLI, tests
+   * without one, a lost connection), a snapshot older than this is reloaded before use. @default 5000
+   */
   constructor(
     private readonly pool: Pool,
-    private readonly cacheMs = 5_000,
+    private readonly maxAgeMs = 5_000,
   ) {}
+
+  /** Reloads every key; queued after any reload under way, so it sees every change committed before it. */
+  reload(): Promise<void> {
+    const load = async () => {
+      const { rows } = await this.pool.query<Row>('SELECT * FROM api_keys');
+      this.snapshot = new Map(rows.map((r) => [r.prefix, { key: toKey(r), hash: r.secret_sha256 }]));
+      this.loadedAt = Date.now();
+    };
+    this.queue = this.queue.then(load, load);
+    return this.queue;
+  }
+
+  /** A notification listener keeps the snapshot current while `on` (see PgNotifications). */
+  setListening(on: boolean): void {
+    this.listening = on;
+  }
 
   /** Creates a key; the returned secret is shown once and never stored. */
   async create(input: CreateKeyInput): Promise<{ key: ApiKey; secret: string }> {
@@ -104,6 +130,7 @@ export class KeyStore {
         input.note ?? null,
       ],
     );
+    await this.reload();
     return { key: toKey(rows[0] as Row), secret };
   }
 
@@ -131,7 +158,7 @@ export class KeyStore {
         change.allowedEndpoints ?? null,
       ],
     );
-    this.cache.clear();
+    await this.reload();
     return rows[0] ? toKey(rows[0]) : null;
   }
 
@@ -140,16 +167,15 @@ export class KeyStore {
     if (!presented) return 'missing';
     const m = KEY.exec(presented);
     if (!m) return 'invalid';
-    const prefix = m[1] as string;
-    const hash = sha256(presented);
-    let hit = this.cache.get(prefix);
-    if (!hit || hit.until < now) {
-      const { rows } = await this.pool.query<Row>('SELECT * FROM api_keys WHERE prefix = $1', [prefix]);
-      hit = rows[0] ? { key: toKey(rows[0]), hash: rows[0].secret_sha256, until: now + this.cacheMs } : undefined;
-      if (hit) this.cache.set(prefix, hit);
+    if (!this.snapshot || (!this.listening && now - this.loadedAt > this.maxAgeMs)) {
+      this.refreshing ??= this.reload().finally(() => (this.refreshing = undefined));
+      // With a snapshot in hand, a failed reload (PostgreSQL away) keeps serving the last one.
+      if (this.snapshot) await this.refreshing.catch(() => undefined);
+      else await this.refreshing;
     }
-    // An unknown prefix still costs a comparison, so its timing matches a wrong secret's.
-    const match = timingSafeEqual(hash, hit?.hash ?? NO_KEY);
+    const hit = this.snapshot?.get(m[1] as string);
+    // An unknown prefix still costs the hash and a comparison, so its timing matches a wrong secret's.
+    const match = timingSafeEqual(sha256(presented), hit?.hash ?? NO_KEY);
     if (!hit || !match) return 'invalid';
     if (hit.key.disabled) return 'disabled';
     if (hit.key.expiresAt && hit.key.expiresAt.getTime() <= now) return 'expired';

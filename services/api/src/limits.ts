@@ -76,3 +76,38 @@ export class RedisRateLimiter implements RateLimiter {
     await this.redis.quit();
   }
 }
+
+/**
+ * Failed authentications per client address, in fixed one-minute windows: a client without a
+ * valid key gets `perMinute` 401s, then 429s until the window ends, each costing a map lookup.
+ * Failures are counted as they happen; a valid key from the same address is never refused here.
+ * Per process, on purpose: it protects each process's CPU, and a shared counter would make every
+ * refused request a Redis round trip. At most `maxAddresses` are tracked; a flood of addresses
+ * beyond that starts the table over (the window's counts are then lost, never the limiter).
+ */
+export class FailedAuthLimiter {
+  private readonly counts = new Map<string, { window: number; n: number }>();
+
+  constructor(
+    readonly perMinute = 60,
+    private readonly maxAddresses = 100_000,
+  ) {}
+
+  /** Seconds until `address`'s failures are forgiven (0: it is within its limit). */
+  blockedFor(address: string, now = Date.now()): number {
+    const c = this.counts.get(address);
+    if (!c || c.window !== Math.floor(now / 60_000) || c.n <= this.perMinute) return 0;
+    return retryAfter(now, 60_000);
+  }
+
+  /** Counts one failed authentication of `address`. */
+  record(address: string, now = Date.now()): void {
+    const window = Math.floor(now / 60_000);
+    const c = this.counts.get(address);
+    if (c && c.window === window) c.n++;
+    else {
+      if (this.counts.size >= this.maxAddresses) this.counts.clear();
+      this.counts.set(address, { window, n: 1 });
+    }
+  }
+}

@@ -5,9 +5,10 @@ import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/s
 import { buildApp } from './app.js';
 import { apiConfigSchema, MIGRATIONS_DIR } from './config.js';
 import { KeyStore } from './keys.js';
-import { MemoryRateLimiter, RedisRateLimiter } from './limits.js';
+import { FailedAuthLimiter, MemoryRateLimiter, RedisRateLimiter } from './limits.js';
+import { ApiMetrics } from './metrics.js';
 import { ReadModel } from './readmodel.js';
-import { ReadModelVersion } from './version.js';
+import { PgNotifications, ReadModelVersion } from './version.js';
 
 const config = parseConfig(apiConfigSchema, process.env);
 const logger = createLogger('api', config.LOG_LEVEL);
@@ -33,18 +34,43 @@ shutdown.register('read-pool', () => readPool.end());
 
 const limiter = config.REDIS_URL ? new RedisRateLimiter(config.REDIS_URL) : new MemoryRateLimiter();
 shutdown.register('limiter', () => limiter.close());
-const version = new ReadModelVersion(readPool, config.DATABASE_SCHEMA, logger);
-version.start();
-shutdown.register('version', () => version.stop());
+const version = new ReadModelVersion();
+shutdown.register('version', async () => version.stop());
+const keys = new KeyStore(keysPool);
+await keys.reload();
+// One connection follows both: the materializer's commits and changes to the key table.
+const notifications = new PgNotifications(
+  readPool,
+  [
+    { channel: 'skinprices_readmodel', payload: config.DATABASE_SCHEMA, onNotify: () => version.bump() },
+    {
+      channel: 'skinprices_keys',
+      payload: config.KEYS_SCHEMA,
+      onNotify: () => void keys.reload().catch((err: unknown) => logger.warn({ err }, 'reloading keys failed')),
+    },
+  ],
+  logger,
+  (listening) => keys.setListening(listening),
+);
+notifications.start();
+shutdown.register('notifications', () => notifications.stop());
+const metrics = new ApiMetrics();
+if (config.METRICS_PORT !== undefined) {
+  const served = await metrics.serve(config.METRICS_HOST, config.METRICS_PORT);
+  shutdown.register('metrics', served.close);
+  logger.info({ url: served.url }, 'metrics served');
+}
 
 const app = buildApp({
-  keys: new KeyStore(keysPool),
+  keys,
   limiter,
   read: new ReadModel(readPool),
   exports: new SalesExportCache(readPool),
   version: () => version.value,
   logger,
   staleAfterMs: config.STALE_AFTER_S * 1000,
+  failedAuth: new FailedAuthLimiter(config.AUTH_FAILURES_PER_MINUTE),
+  metrics,
 });
 await app.listen({ host: config.API_HOST, port: config.API_PORT });
 shutdown.register('http', () => app.close());

@@ -1,0 +1,54 @@
+/** Prometheus metrics of one API process (a registry per instance: tests build several apps). */
+import { serveMetrics, type MetricsServer } from '@skinprices/runtime';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export class ApiMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Histogram({
+    name: 'api_request_duration_seconds',
+    help: 'Time from request to the last byte of the answer, by route pattern, method and status',
+    labelNames: ['route', 'method', 'status'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  readonly authFailures = new Counter({
+    name: 'api_auth_failures_total',
+    help: 'Requests refused for their key (missing, invalid, disabled, expired) or because their address failed too often (throttled)',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  });
+  readonly rateLimited = new Counter({
+    name: 'api_rate_limited_total',
+    help: 'Requests refused by a key limit, by window',
+    labelNames: ['window'],
+    registers: [this.registry],
+  });
+  /** The caches whose own counters are reported at scrape time (they count without knowing of Prometheus). */
+  private caches: Record<string, { stats: { hits: number; misses: number } }> = {};
+
+  constructor() {
+    const caches = () => this.caches;
+    new Gauge({
+      name: 'api_cache_lookups',
+      help: 'Cache lookups since start, by cache and result (hit: served cached bytes; miss: built or loaded)',
+      labelNames: ['cache', 'result'],
+      registers: [this.registry],
+      // prom-client calls collect() on every scrape.
+      collect() {
+        for (const [name, c] of Object.entries(caches())) {
+          this.set({ cache: name, result: 'hit' }, c.stats.hits);
+          this.set({ cache: name, result: 'miss' }, c.stats.misses);
+        }
+      },
+    });
+  }
+
+  watchCaches(caches: Record<string, { stats: { hits: number; misses: number } }>): void {
+    this.caches = caches;
+  }
+
+  /** Serves /metrics on its own listener; port 0 picks a free port. */
+  serve(host: string, port: number): Promise<MetricsServer> {
+    return serveMetrics(this.registry, host, port);
+  }
+}
