@@ -53,9 +53,9 @@ test-unit: deps ## unit tests (no services needed)
 test-integration: up bench-tools ## integration tests against the real Kafka, registry and PostgreSQL (and the benchmarks' smoke run)
 	vitest run --project integration
 
-bench-tools: ## nginx and wrk from Debian's packages (the benchmarks' limit and load generator)
-	@command -v nginx >/dev/null && command -v wrk >/dev/null || \
-	  { apt-get install -y -q nginx-light wrk >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q nginx-light wrk >/dev/null; }; }
+bench-tools: ## nginx, wrk, curl and Chromium from Debian's packages (the benchmarks' limit and load generator; the clients customers run)
+	@command -v nginx >/dev/null && command -v wrk >/dev/null && command -v curl >/dev/null && command -v chromium >/dev/null || \
+	  { apt-get install -y -q nginx-light wrk curl chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q nginx-light wrk curl chromium >/dev/null; }; }
 
 bench: up bench-tools ## every benchmark at full size, 3 runs each: bench/results.md and bench/results.json (about 35 min)
 	node --import tsx bench/run.ts

@@ -13,6 +13,7 @@ import { deleteTopics, topicDefinitions } from '@skinprices/events';
 import { createPool } from '@skinprices/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subscribePriceChanges, type PriceChange } from '../../examples/price-changes-consumer.js';
+import { browserFetchJson, curlGet } from '../support/clients.js';
 import { TestStack, uniqueName } from '../support/stack.js';
 
 const POLL_MS = 3_000;
@@ -269,6 +270,31 @@ describe('end to end: make run', () => {
     expect(inApi).toBeLessThan(POLL_MS + 5_000 + 2_000);
     expect(onTopic).toBeLessThan(POLL_MS + 5_000 + 2_000);
   });
+
+  // Root cause guarded: cached bodies were sent as two gzip members (shared head + per-key tail).
+  // Node's fetch reads both; curl --compressed (the README's own command) exited 23 and Chromium's
+  // fetch gave text without the closing envelope. Every cached-body endpoint, with full data.
+  const CACHED_BODIES = [
+    '/v1/prices/cn-a',
+    '/v1/prices/eu-a',
+    '/v1/prices/cn-a/buyorder',
+    '/v1/prices/latest',
+    '/v1/prices/latest?markets=cn-a,eu-a',
+    '/v2/prices/float-ranged',
+    '/v1/store',
+  ];
+
+  it("customers' clients read whole answers: curl --compressed and headless Chromium parse every cached body", async () => {
+    for (const path of CACHED_BODIES) {
+      const r = await curlGet(`${api}${path}`, keys.enterprise);
+      expect({ path, exit: r.exit, status: r.status }).toEqual({ path, exit: 0, status: 200 });
+      const body = JSON.parse(r.body) as { requestor?: string; plan?: string };
+      expect({ path, plan: body.plan }).toEqual({ path, plan: 'enterprise' });
+    }
+    const seen = await browserFetchJson(api, '/docs', CACHED_BODIES, keys.enterprise);
+    expect(seen.filter((s) => s.status !== 200 || !s.json)).toEqual([]);
+    expect(seen.find((s) => s.path === '/v1/prices/latest')?.length).toBeGreaterThan(10_000);
+  }, 60_000);
 
   it('the demo keys behave as printed', async () => {
     expect((await get('/v1/prices/cn-a', keys.basic)).status).toBe(200);
