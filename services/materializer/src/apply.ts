@@ -7,12 +7,17 @@
  * offset lags ours), or a batch still finishing on a consumer whose partition was revoked while
  * the new owner already applied it, changes nothing. The observed_at guard on every upsert
  * makes even a replay of old events harmless.
+ *
+ * A record PostgreSQL refuses (poison.ts) is isolated inside the same transaction and written to
+ * dead_letters; the rest of the batch and the next offset commit as usual, so the partition moves
+ * on and nothing after the refused record is lost.
  */
 import type { ConsumedBatch, DecodedMessage, PollCycleEvent } from '@skinprices/events';
 import type { PoolClient } from '@skinprices/store';
 import { applyBooks, type BookKind } from './books.js';
 import { applyListings } from './listings.js';
 import { applyReadyMarkers, storeMarkers } from './markers.js';
+import { applyIsolating, failureMessage, sqlState } from './poison.js';
 
 export type MaterializedKind = 'listing' | 'pollCycle' | BookKind;
 
@@ -43,8 +48,15 @@ export interface ApplyOptions {
 export interface ApplyResult {
   applied: number;
   skipped: number;
+  /** Records written to dead_letters: those that could not be decoded plus the poisoned ones. */
   deadLetters: number;
+  /** Of those, the records that decoded but PostgreSQL refused (dead_letters.reason = 'sql'). */
+  poisoned: number;
+  /** The batch's first apply failed on a record's content and was taken apart (poison.ts). */
+  isolated: boolean;
   markersApplied: string[];
+  /** Wall time of the derive path (applying ready poll-cycle markers), in ms. */
+  deriveMs: number;
 }
 
 export async function applyBatch(
@@ -55,7 +67,15 @@ export async function applyBatch(
 ): Promise<ApplyResult> {
   const { groupId } = options;
   const derived = { outbox: options.outbox ?? true, hourlyRetentionDays: options.hourlyRetentionDays ?? 100 };
-  const result: ApplyResult = { applied: 0, skipped: 0, deadLetters: 0, markersApplied: [] };
+  const result: ApplyResult = {
+    applied: 0,
+    skipped: 0,
+    deadLetters: 0,
+    poisoned: 0,
+    isolated: false,
+    markersApplied: [],
+    deriveMs: 0,
+  };
   await client.query('BEGIN');
   try {
     await client.query(
@@ -77,22 +97,17 @@ export async function applyBatch(
       const good: DecodedMessage<MaterializedKind>[] = [];
       for (const m of fresh) {
         if (m.error) {
-          await client.query(
-            `INSERT INTO dead_letters (topic, partition, "offset", key, error) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT DO NOTHING`,
-            [m.topic, m.partition, m.offset, m.key, m.error.message],
-          );
+          await deadLetter(client, m, 'decode', m.error.message, null);
           result.deadLetters++;
         } else if (m.value !== null) good.push(m);
       }
-      if (kind === 'listing') await applyListings(client, good as DecodedMessage<'listing'>[], derived);
-      else if (kind === 'pollCycle')
-        await storeMarkers(
-          client,
-          good.map((m) => m.value as PollCycleEvent),
-        );
-      else await applyBooks(client, kind, good as DecodedMessage<BookKind>[]);
-      result.applied = good.length;
+      const isolation = await applyIsolating(client, good, (records) => applyRecords(client, kind, records, derived));
+      for (const p of isolation.poisoned)
+        await deadLetter(client, p.record, 'sql', failureMessage(p.error), sqlState(p.error) ?? null);
+      result.isolated = isolation.isolated;
+      result.poisoned = isolation.poisoned.length;
+      result.deadLetters += isolation.poisoned.length;
+      result.applied = good.length - isolation.poisoned.length;
       const last = fresh.at(-1) as DecodedMessage<MaterializedKind>;
       await client.query(
         `UPDATE consumer_offsets SET next_offset = $4, updated_at = now()
@@ -100,7 +115,9 @@ export async function applyBatch(
         [groupId, batch.topic, batch.partition, (BigInt(last.offset) + 1n).toString()],
       );
     }
+    const t0 = performance.now();
     result.markersApplied = await applyReadyMarkers(client, groupId, derived);
+    result.deriveMs = performance.now() - t0;
     // Readers (the API's body caches) hear of the change when, and only if, it commits.
     if (result.applied > 0 || result.markersApplied.length > 0)
       await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema())`);
@@ -111,3 +128,42 @@ export async function applyBatch(
     throw err;
   }
 }
+
+/** The kind's apply path on a subset of the batch's decoded records (in offset order). */
+async function applyRecords(
+  client: PoolClient,
+  kind: MaterializedKind,
+  records: readonly DecodedMessage<MaterializedKind>[],
+  derived: { outbox: boolean; hourlyRetentionDays: number },
+): Promise<void> {
+  if (kind === 'listing') await applyListings(client, records as DecodedMessage<'listing'>[], derived);
+  else if (kind === 'pollCycle')
+    await storeMarkers(
+      client,
+      records.map((m) => m.value as PollCycleEvent),
+    );
+  else await applyBooks(client, kind, records as DecodedMessage<BookKind>[]);
+}
+
+/**
+ * Keeps a record that will not be applied, with its position and why. The error text is the
+ * server's message only (no statement context, which names a COPY line that depends on how the
+ * batch was cut), so a replay writes the same row.
+ */
+async function deadLetter(
+  client: PoolClient,
+  m: DecodedMessage<MaterializedKind>,
+  reason: 'decode' | 'sql',
+  error: string,
+  sqlstate: string | null,
+): Promise<void> {
+  await client.query(
+    `INSERT INTO dead_letters (topic, partition, "offset", key, error, reason, sqlstate)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT DO NOTHING`,
+    [m.topic, m.partition, m.offset, m.key === null ? null : visibleNul(m.key), visibleNul(error), reason, sqlstate],
+  );
+}
+
+/** text refuses U+0000, and a poisoned record's key often holds one: spell it out as `\u0000`. */
+const visibleNul = (s: string): string => s.replaceAll('\u0000', '\\u0000');

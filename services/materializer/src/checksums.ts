@@ -1,8 +1,8 @@
 /**
  * Checksums of the read model: one md5 per table over its rows in key order, leaving out what is
  * not a function of the topics (wall-clock stamps, the group's name, the transient outbox, the
- * export cache). Two materializations of the same topics must agree table by table; `make replay`
- * prints them and the replay test compares them.
+ * export cache, the processes' heartbeats). Two materializations of the same topics must agree
+ * table by table; `make replay` prints them and the replay test compares them.
  */
 import type { Pool } from '@skinprices/store';
 
@@ -17,8 +17,17 @@ const TABLES: Readonly<Record<string, { columns: string; order: string }>> = {
       'cycle_id, market, kind, mode, outcome, started_at, finished_at, items_seen, events_emitted, error, data_topic, end_offsets, applied_at IS NOT NULL',
     order: 'cycle_id',
   },
-  market_freshness: { columns: '*', order: 'market, kind' },
-  dead_letters: { columns: 'topic, partition, "offset", key, error', order: 'topic, partition, "offset"' },
+  market_freshness: {
+    // last_applied_at and last_complete_applied_at are wall-clock stamps of when the marker was applied.
+    columns:
+      'market, kind, last_cycle_id, last_outcome, last_finished_at, last_complete_at, consecutive_failed, last_complete_started_at',
+    order: 'market, kind',
+  },
+  // A replay dead-letters the same records, for the same reason (poison.ts); received_at is wall clock.
+  dead_letters: {
+    columns: 'topic, partition, "offset", key, error, reason, sqlstate',
+    order: 'topic, partition, "offset"',
+  },
   item_markets: { columns: '*', order: 'market_hash_name, phase, market' },
   buyorders_current: { columns: '*', order: 'market, market_hash_name, phase, tier' },
   float_ranged_current: { columns: '*', order: 'market, market_hash_name, phase, float_min' },

@@ -32,6 +32,11 @@ export const materializerConfigSchema = z.object({
     .default(60_000)
     .describe('how often to check whether the data covers a new day for the daily sales export'),
   DB_POOL_SIZE: intFromEnv(1, 100).default(6).describe('PostgreSQL connections'),
+  HEARTBEAT_INTERVAL_MS: intFromEnv(1_000, 60_000)
+    .default(5_000)
+    .describe('how often this process writes its materializer_heartbeat row (state, lag) for /v1/status'),
+  METRICS_HOST: z.string().default('127.0.0.1').describe('where /metrics listens'),
+  METRICS_PORT: intFromEnv(0, 65535).optional().describe('Prometheus /metrics port; unset: no endpoint'),
 });
 export type MaterializerConfig = z.infer<typeof materializerConfigSchema>;
 

@@ -2,6 +2,9 @@
 export { applyBatch, MATERIALIZED_KINDS, type ApplyResult, type MaterializedKind } from './apply.js';
 export { Materializer, type BatchReport, type MaterializerOptions, type MaterializerState } from './materializer.js';
 export { OutboxPublisher, type OutboxState } from './outbox.js';
+export { MaterializerMetrics } from './metrics.js';
+export { Heartbeat, measureLag, type HeartbeatOptions, type PartitionLag } from './heartbeat.js';
+export { applyIsolating, classifyFailure, sqlState, type FailureClass } from './poison.js';
 export { materializerConfigSchema, MIGRATIONS_DIR, type MaterializerConfig } from './config.js';
 export { replay, type ReplayOptions, type ReplayResult, type ReplayState } from './replay.js';
 export { tableChecksums, type TableChecksum } from './checksums.js';

@@ -5,6 +5,7 @@ import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime'
 import { createPool, ensureDatabase, ensureSchema } from '@skinprices/store';
 import { materializerConfigSchema, MIGRATIONS_DIR } from './config.js';
 import { Materializer } from './materializer.js';
+import { MaterializerMetrics } from './metrics.js';
 import { OutboxPublisher } from './outbox.js';
 
 const config = parseConfig(materializerConfigSchema, process.env);
@@ -22,6 +23,12 @@ shutdown.register('pg-pool', () => pool.end());
 await ensureSchema(pool, config.DATABASE_SCHEMA);
 const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'materializer' });
 const serde = new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL });
+const metrics = new MaterializerMetrics();
+if (config.METRICS_PORT !== undefined) {
+  const server = await metrics.serve(config.METRICS_HOST, config.METRICS_PORT);
+  shutdown.register('metrics', () => server.close());
+  logger.info({ url: server.url }, 'metrics served');
+}
 
 const materializer = new Materializer(
   {
@@ -30,8 +37,9 @@ const materializer = new Materializer(
     migrationsDir: MIGRATIONS_DIR,
     sessionTimeoutMs: config.CONSUMER_SESSION_TIMEOUT_MS,
     hourlyRetentionDays: config.HOURLY_RETENTION_DAYS,
+    heartbeatIntervalMs: config.HEARTBEAT_INTERVAL_MS,
   },
-  { kafka, serde, pool, logger },
+  { kafka, serde, pool, logger, metrics },
 );
 await materializer.start();
 shutdown.register('materializer', () => materializer.stop());
@@ -42,7 +50,7 @@ if (config.PUBLISH_CHANGES) {
   shutdown.register('kafka-producer', () => producer.disconnect());
   const outbox = new OutboxPublisher(
     { topicSuffix: config.TOPIC_SUFFIX, intervalMs: config.OUTBOX_INTERVAL_MS, batchSize: config.OUTBOX_BATCH },
-    { pool, producer, serde, logger },
+    { pool, producer, serde, logger, metrics },
   );
   outbox.start();
   shutdown.register('outbox', () => outbox.stop());

@@ -103,17 +103,26 @@ export async function applyReadyMarkers(
   return applied.map((m) => m.cycle_id);
 }
 
+/**
+ * The upstream times (last_*_at from the marker) say how fresh the data is in the marketplace's
+ * own clock; last_applied_at and last_complete_applied_at are the wall clock (now(): this
+ * transaction's start) at which the read model took the marker in, so a stalled pipeline (no
+ * poller, no broker, no materializer) shows as staleness against real time even though the
+ * read model's own clock stops with it. Wall-clock columns are left out of the replay checksums.
+ */
 async function updateFreshness(client: PoolClient, m: PollCycleRow): Promise<void> {
   await client.query(
     `INSERT INTO market_freshness AS f (market, kind, last_cycle_id, last_outcome, last_finished_at, last_complete_at, consecutive_failed,
-                                  last_complete_started_at)
+                                  last_complete_started_at, last_applied_at, last_complete_applied_at)
      VALUES ($1, $2, $3, $4, $5, CASE WHEN $4 = 'COMPLETE' THEN $5::timestamptz END, CASE WHEN $4 = 'FAILED' THEN 1 ELSE 0 END,
-             CASE WHEN $4 = 'COMPLETE' THEN $6::timestamptz END)
+             CASE WHEN $4 = 'COMPLETE' THEN $6::timestamptz END, now(), CASE WHEN $4 = 'COMPLETE' THEN now() END)
      ON CONFLICT (market, kind) DO UPDATE SET
        last_cycle_id = excluded.last_cycle_id, last_outcome = excluded.last_outcome,
        last_finished_at = excluded.last_finished_at,
        last_complete_at = coalesce(excluded.last_complete_at, f.last_complete_at),
        last_complete_started_at = coalesce(excluded.last_complete_started_at, f.last_complete_started_at),
+       last_applied_at = excluded.last_applied_at,
+       last_complete_applied_at = coalesce(excluded.last_complete_applied_at, f.last_complete_applied_at),
        consecutive_failed = CASE WHEN excluded.last_outcome = 'FAILED' THEN f.consecutive_failed + 1 ELSE 0 END
      WHERE excluded.last_finished_at >= f.last_finished_at`,
     [m.market, m.kind, m.cycle_id, m.outcome, m.finished_at, m.started_at],

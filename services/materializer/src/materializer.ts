@@ -9,6 +9,10 @@
  *                                         ▼  │
  *                                       erroring
  *
+ * A batch refused for a record's content never reaches `erroring`: the record is isolated and
+ * dead-lettered inside the batch's transaction (poison.ts) and the partition moves on. Only
+ * retryable errors (connection, deadlock, shutdown) roll back and let kafkajs redeliver.
+ *
  * Kafka's committed offsets are only a starting hint (committed after our transaction);
  * PostgreSQL's consumer_offsets decide what is new. Offsets are resolved only after the
  * transaction commits, and not at all for a partition revoked meanwhile (the consumer helper
@@ -20,6 +24,8 @@ import { migrate, type Pool, type PoolClient } from '@skinprices/store';
 import type { Kafka } from 'kafkajs';
 import { schemaLockSql } from './lock.js';
 import { applyBatch, MATERIALIZED_KINDS, type ApplyResult, type MaterializedKind } from './apply.js';
+import { Heartbeat } from './heartbeat.js';
+import type { MaterializerMetrics } from './metrics.js';
 
 export type MaterializerState = 'created' | 'migrating' | 'consuming' | 'erroring' | 'stopping' | 'stopped';
 
@@ -35,21 +41,42 @@ export interface MaterializerOptions {
   hourlyRetentionDays?: number;
   /** Per `topic:partition`, the first offset not to apply. @default none */
   stopAt?: ReadonlyMap<string, bigint>;
+  /**
+   * Write this process's row in materializer_heartbeat (state, lag, last batch) this often.
+   * @default none: no heartbeat (replays, embedded tests)
+   */
+  heartbeatIntervalMs?: number;
 }
 
 /** What a listener hears after each committed batch; `ms` is the time from receipt to commit. */
-export type BatchReport = ApplyResult & { topic: string; ms: number };
+export type BatchReport = ApplyResult & { topic: string; partition: number; ms: number };
 
 export class Materializer {
   state: MaterializerState = 'created';
   private consumer: EventConsumer<MaterializedKind> | undefined;
   private lock: PoolClient | undefined;
   private readonly listeners = new Set<(r: BatchReport) => void>();
+  private heartbeat: Heartbeat | undefined;
+  private assignment: Record<string, number[]> | undefined;
+  private kafkaMemberId: string | undefined;
+  private lastBatchAt: Date | undefined;
 
   constructor(
     private readonly options: MaterializerOptions,
-    private readonly deps: { kafka: Kafka; serde: EventSerde; pool: Pool; logger: Logger },
+    private readonly deps: {
+      kafka: Kafka;
+      serde: EventSerde;
+      pool: Pool;
+      logger: Logger;
+      /** @default none: nothing is measured */
+      metrics?: MaterializerMetrics;
+    },
   ) {}
+
+  /** This process's row in materializer_heartbeat, if it writes one. */
+  get memberId(): string | undefined {
+    return this.heartbeat?.memberId;
+  }
 
   onBatch(listener: (r: BatchReport) => void): () => void {
     this.listeners.add(listener);
@@ -57,7 +84,7 @@ export class Materializer {
   }
 
   async start(): Promise<void> {
-    const { pool, serde, kafka, logger } = this.deps;
+    const { pool, serde, kafka, logger, metrics } = this.deps;
     // Held for the process's lifetime; a running replay holds it exclusively, and we wait for it.
     this.lock = await pool.connect();
     await this.lock.query(`SELECT pg_advisory_lock_shared(${schemaLockSql('current_schema()')})`);
@@ -76,6 +103,31 @@ export class Materializer {
       fromBeginning: true,
       ...(this.options.sessionTimeoutMs ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {}),
     });
+    const raw = this.consumer.raw;
+    raw.on(raw.events.GROUP_JOIN, ({ payload }) => {
+      this.assignment = payload.memberAssignment;
+      this.kafkaMemberId = payload.memberId;
+    });
+    for (const topic of kindOf.keys())
+      for (const reason of ['decode', 'sql']) metrics?.deadLetters.inc({ topic, reason }, 0);
+    if (this.options.heartbeatIntervalMs) {
+      this.heartbeat = new Heartbeat(
+        { groupId: this.options.groupId, intervalMs: this.options.heartbeatIntervalMs },
+        {
+          pool,
+          kafka,
+          logger,
+          ...(metrics ? { metrics } : {}),
+          source: {
+            state: () => this.state,
+            assignment: () => this.assignment,
+            kafkaMemberId: () => this.kafkaMemberId,
+            lastBatchAt: () => this.lastBatchAt,
+          },
+        },
+      );
+      this.heartbeat.start();
+    }
     const applyOptions = {
       groupId: this.options.groupId,
       outbox: this.options.outbox ?? true,
@@ -89,11 +141,23 @@ export class Materializer {
       try {
         const result = await applyBatch(client, kindOf.get(batch.topic) as MaterializedKind, batch, applyOptions);
         if (this.state === 'erroring') this.state = 'consuming';
-        for (const l of this.listeners) l({ ...result, topic: batch.topic, ms: performance.now() - t0 });
+        const report = { ...result, topic: batch.topic, partition: batch.partition, ms: performance.now() - t0 };
+        this.lastBatchAt = new Date();
+        this.record(report);
+        for (const l of this.listeners) l(report);
         if (result.deadLetters > 0)
-          logger.error({ topic: batch.topic, count: result.deadLetters }, 'records sent to dead_letters');
+          logger.error(
+            {
+              topic: batch.topic,
+              partition: batch.partition,
+              count: result.deadLetters,
+              poisoned: result.poisoned,
+            },
+            'records sent to dead_letters',
+          );
       } catch (err) {
         // Throwing makes kafkajs retry the batch (with its backoff); nothing was committed.
+        metrics?.batchesFailed.inc({ topic: batch.topic });
         this.state = 'erroring';
         logger.warn({ err, topic: batch.topic, partition: batch.partition }, 'batch failed; will be retried');
         throw err;
@@ -103,8 +167,26 @@ export class Materializer {
     });
   }
 
+  private record(r: BatchReport): void {
+    const { metrics } = this.deps;
+    if (!metrics) return;
+    metrics.batchSeconds.observe({ topic: r.topic }, r.ms / 1000);
+    metrics.records.inc({ topic: r.topic }, r.applied);
+    if (r.deadLetters > r.poisoned)
+      metrics.deadLetters.inc({ topic: r.topic, reason: 'decode' }, r.deadLetters - r.poisoned);
+    if (r.poisoned > 0) metrics.deadLetters.inc({ topic: r.topic, reason: 'sql' }, r.poisoned);
+    if (r.isolated) metrics.batchesIsolated.inc({ topic: r.topic });
+    if (r.markersApplied.length > 0) {
+      metrics.deriveSeconds.observe(r.deriveMs / 1000);
+      metrics.markers.inc(r.markersApplied.length);
+    }
+    metrics.lastBatch.set(this.lastBatchAt ? this.lastBatchAt.getTime() / 1000 : Date.now() / 1000);
+  }
+
   async stop(): Promise<void> {
     this.state = 'stopping';
+    await this.heartbeat?.stop();
+    this.heartbeat = undefined;
     await this.consumer?.stop();
     await this.lock?.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
     this.lock?.release();

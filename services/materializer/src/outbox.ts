@@ -16,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { topicFor, type EventProducer, type EventSerde } from '@skinprices/events';
 import type { Logger } from '@skinprices/runtime';
 import type { Pool } from '@skinprices/store';
+import type { MaterializerMetrics } from './metrics.js';
 
 export type OutboxState = 'idle' | 'publishing' | 'backoff' | 'stopped';
 
@@ -41,7 +42,14 @@ export class OutboxPublisher {
 
   constructor(
     private readonly options: { topicSuffix: string; intervalMs: number; batchSize: number },
-    private readonly deps: { pool: Pool; producer: EventProducer; serde: EventSerde; logger: Logger },
+    private readonly deps: {
+      pool: Pool;
+      producer: EventProducer;
+      serde: EventSerde;
+      logger: Logger;
+      /** @default none: nothing is measured */
+      metrics?: MaterializerMetrics;
+    },
   ) {}
 
   start(): void {
@@ -119,6 +127,7 @@ export class OutboxPublisher {
         this.published += rows.length;
       }
       await client.query('COMMIT');
+      this.deps.metrics?.outboxPublished.inc(rows.length);
       return rows.length;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
