@@ -70,7 +70,6 @@ describe('API edge: hostile input', () => {
       exports: new SalesExportCache(read.pool),
       version: () => 0,
       logger,
-      staleAfterMs: 900_000,
       failedAuth: new FailedAuthLimiter(20),
     });
     await app.listen({ host: '127.0.0.1', port: 0 });

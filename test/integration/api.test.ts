@@ -65,15 +65,15 @@ describe('read API', () => {
   let item: { name: string; phase: string; price: string };
   const logger = createLogger('api', 'silent');
 
-  function appWith(limiter: RateLimiter): FastifyInstance {
+  function appWith(limiter: RateLimiter, clock?: () => number): FastifyInstance {
     return buildApp({
+      ...(clock ? { clock } : {}),
       keys,
       limiter,
       read: new ReadModel(pool),
       exports: new SalesExportCache(pool),
       version: () => 0,
       logger,
-      staleAfterMs: 900_000,
     });
   }
 
@@ -456,9 +456,20 @@ describe('read API', () => {
     expect((await get('/docs')).headers['content-type']).toMatch(/text\/html/);
   });
 
-  /** Fires n requests at once, starting just after a second boundary. */
+  /**
+   * A clock fixed 100 ms into a second (and far from any minute's end), distinct per call: a
+   * burst's requests all fall into one limit window however slowly they are served. The tests used
+   * to wait for a wall-clock second boundary and hoped the burst finished within it.
+   */
+  let fixedSecond = Math.floor(Date.UTC(2031, 0, 1) / 1000) + Math.floor(Math.random() * 1e6) * 60;
+  const fixedClock = () => {
+    fixedSecond += 60;
+    const t = fixedSecond * 1000 + 100;
+    return () => t;
+  };
+
+  /** Fires n requests at once. */
   async function burst(apps: FastifyInstance[], key: string, n: number): Promise<number[]> {
-    await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000) + 20));
     const res = await Promise.all(
       Array.from({ length: n }, (_, i) =>
         apps[i % apps.length]!.inject({ method: 'GET', url: '/v1/status', headers: { 'x-api-key': key } }),
@@ -470,7 +481,8 @@ describe('read API', () => {
 
   it('10 requests per second per key under concurrency (in memory): the 11th gets 429, Retry-After: 1', async () => {
     const { secret } = await keys.create({ customer: 'burst@example.com', plan: 'basic' });
-    const codes = await burst([app], secret, 25);
+    const fixed = appWith(new MemoryRateLimiter(), fixedClock());
+    const codes = await burst([fixed], secret, 25).finally(() => fixed.close());
     expect(codes.filter((c) => c === 200)).toHaveLength(10);
     expect(codes.filter((c) => c === 429)).toHaveLength(15);
   });
@@ -478,14 +490,13 @@ describe('read API', () => {
   it('the limit is shared across API processes through Redis', async () => {
     const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
     const limiters = [new RedisRateLimiter(url), new RedisRateLimiter(url)];
-    const [a, b] = limiters.map(appWith) as [FastifyInstance, FastifyInstance];
+    const clock = fixedClock();
+    const [a, b] = limiters.map((l) => appWith(l, clock)) as [FastifyInstance, FastifyInstance];
     try {
       const { secret } = await keys.create({ customer: 'shared@example.com', plan: 'basic' });
       const codes = await burst([a, b], secret, 24);
       expect(codes.filter((c) => c === 200)).toHaveLength(10);
       const minute = await keys.create({ customer: 'minute@example.com', plan: 'basic', perMinute: 3 });
-      // Not across a minute boundary: the windows are fixed.
-      if (Date.now() % 60_000 > 57_000) await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
       const seq = [];
       for (let i = 0; i < 5; i++)
         seq.push(

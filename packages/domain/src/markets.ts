@@ -220,3 +220,19 @@ export function marketsWith(capability: Capability): Market[] {
 export function hasCapability(slug: MarketSlug, capability: Capability): boolean {
   return getMarket(slug).capabilities.includes(capability);
 }
+
+const INTERVAL_OF_KIND: Record<string, keyof RefreshIntervals> = {
+  LISTINGS: 'listingsMs',
+  BUYORDERS: 'buyordersMs',
+  FLOAT_BUYORDERS: 'floatBuyordersMs',
+  FLOAT_RANGED: 'floatRangedMs',
+  SALES: 'salesMs',
+  ORDER_BOOK: 'orderBookMs',
+  HISTORY: 'historyMs',
+};
+
+/** How often `market` refreshes data of a poll-cycle kind (`LISTINGS`, `SALES`, …); undefined if it does not. */
+export function refreshIntervalMs(market: Market, kind: string): number | undefined {
+  const field = INTERVAL_OF_KIND[kind];
+  return field ? market.refresh[field] : undefined;
+}

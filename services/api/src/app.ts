@@ -23,6 +23,7 @@ import { FailedAuthLimiter, type RateLimiter } from './limits.js';
 import { ApiMetrics } from './metrics.js';
 import { openApiDocument, docsPage } from './openapi.js';
 import { planFor, planIncludes, type EndpointId } from './plans.js';
+import { statusReport, type StatusOptions } from './status.js';
 import type { ReadModel } from './readmodel.js';
 
 /** Marketplaces of GET /v1/prices/{market} (spec 4.1). */
@@ -53,12 +54,14 @@ export interface AppDeps {
   exports: SalesExportCache;
   version: () => number;
   logger: Logger;
-  /** A marketplace whose last complete cycle is older than this is flagged stale in /v1/status. */
-  staleAfterMs: number;
+  /** When /v1/status calls data stale and the pipeline down or stalled. @default DEFAULT_STATUS_OPTIONS */
+  status?: StatusOptions;
   /** Failed authentications per client address. @default 60 a minute */
   failedAuth?: FailedAuthLimiter;
   /** Request, auth and cache metrics. @default a fresh registry (not served) */
   metrics?: ApiMetrics;
+  /** The clock of the rate-limit windows (tests fix it). @default Date.now */
+  clock?: () => number;
 }
 
 declare module 'fastify' {
@@ -203,6 +206,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
   const failedAuth = deps.failedAuth ?? new FailedAuthLimiter();
+  const clock = deps.clock ?? Date.now;
   const metrics = deps.metrics ?? new ApiMetrics();
   const bodies = new BodyCache(deps.version);
   const answers = new AnswerCache(deps.version);
@@ -245,8 +249,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       // Guessing is limited per address; a valid key from the same address still passes (a
       // customer behind one NAT with a misconfigured client keeps working). Refusals stay cheap:
       // authentication is an in-memory lookup (keys.ts).
-      failedAuth.record(req.ip);
-      const wait = failedAuth.blockedFor(req.ip);
+      failedAuth.record(req.ip, clock());
+      const wait = failedAuth.blockedFor(req.ip, clock());
       metrics.authFailures.inc({ reason: wait > 0 ? 'throttled' : key });
       if (wait > 0)
         throw new ApiError(
@@ -264,7 +268,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       throw new ApiError(403, 'plan_required', `this endpoint needs the ${need} plan; the key's plan is ${key.plan}`);
     if (key.allowedEndpoints && !key.allowedEndpoints.includes(endpoint))
       throw new ApiError(403, 'endpoint_not_allowed', `the key is not allowed to call ${endpoint}`);
-    const verdict = await deps.limiter.hit(key);
+    const verdict = await deps.limiter.hit(key, clock());
     if (!verdict.ok) {
       metrics.rateLimited.inc({ window: verdict.window });
       throw new ApiError(
@@ -507,24 +511,16 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   // ---- status (beyond the spec) -------------------------------------------------------------------------
   app.get('/v1/status', { config: { endpoint: 'GET /v1/status' } }, async (req, reply) => {
-    const now = (await deps.read.clock()) ?? new Date();
-    const rows = await deps.read.freshness();
-    const markets = rows.map((r) => {
-      const age = r.last_complete_at ? Math.max(0, (now.getTime() - r.last_complete_at.getTime()) / 1000) : null;
-      return {
-        market: r.market,
-        kind: r.kind,
-        last_outcome: r.last_outcome,
-        last_cycle_at: r.last_finished_at.toISOString(),
-        last_complete_at: r.last_complete_at ? r.last_complete_at.toISOString() : null,
-        age_seconds: age === null ? null : Math.round(age),
-        stale: age === null || age * 1000 > deps.staleAfterMs,
-        failed_in_a_row: r.consecutive_failed,
-      };
-    });
+    const [now, dataTime, freshness, materializers, deadLetters] = await Promise.all([
+      deps.read.dbNow(),
+      deps.read.clock(),
+      deps.read.freshness(),
+      deps.read.materializers(),
+      deps.read.deadLetters(),
+    ]);
+    const report = statusReport({ now, dataTime, freshness, materializers, deadLetters }, deps.status);
     return reply.header('cache-control', 'no-cache').send({
-      data_time: now.toISOString(),
-      markets,
+      ...report,
       requestor: key(req).customer,
       plan: key(req).plan,
       timestamp: new Date().toISOString(),

@@ -14,9 +14,17 @@ export const apiConfigSchema = z.object({
     .url()
     .optional()
     .describe('shared rate limits across API processes (e.g. redis://127.0.0.1:6379); unset: in memory'),
-  STALE_AFTER_S: intFromEnv(60, 86_400)
-    .default(900)
-    .describe('/v1/status flags a marketplace stale when its last complete cycle is older'),
+  STALE_GRACE_S: intFromEnv(0, 86_400)
+    .default(60)
+    .describe(
+      '/v1/status: a kind is stale when its last complete cycle was applied over 2 × its refresh interval + this ago',
+    ),
+  MATERIALIZER_DEAD_AFTER_S: intFromEnv(5, 3_600)
+    .default(30)
+    .describe('/v1/status: a materializer whose heartbeat is older is dead (it beats every 5 s)'),
+  PIPELINE_STALL_AFTER_S: intFromEnv(10, 86_400)
+    .default(90)
+    .describe('/v1/status: no batch committed by any materializer for this long means the pipeline stalled'),
   DB_POOL_SIZE: intFromEnv(1, 100).default(8).describe('PostgreSQL connections for reads'),
   AUTH_FAILURES_PER_MINUTE: intFromEnv(1, 1_000_000)
     .default(60)

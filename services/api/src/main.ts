@@ -8,6 +8,7 @@ import { KeyStore } from './keys.js';
 import { FailedAuthLimiter, MemoryRateLimiter, RedisRateLimiter } from './limits.js';
 import { ApiMetrics } from './metrics.js';
 import { ReadModel } from './readmodel.js';
+import { DEFAULT_STATUS_OPTIONS } from './status.js';
 import { PgNotifications, ReadModelVersion } from './version.js';
 
 const config = parseConfig(apiConfigSchema, process.env);
@@ -68,7 +69,12 @@ const app = buildApp({
   exports: new SalesExportCache(readPool),
   version: () => version.value,
   logger,
-  staleAfterMs: config.STALE_AFTER_S * 1000,
+  status: {
+    ...DEFAULT_STATUS_OPTIONS,
+    graceMs: config.STALE_GRACE_S * 1000,
+    deadAfterMs: config.MATERIALIZER_DEAD_AFTER_S * 1000,
+    stallAfterMs: config.PIPELINE_STALL_AFTER_S * 1000,
+  },
   failedAuth: new FailedAuthLimiter(config.AUTH_FAILURES_PER_MINUTE),
   metrics,
 });

@@ -285,8 +285,63 @@ const OPS: Record<EndpointId, { summary: string; parameters?: object[]; body?: o
       },
     },
     'GET /v1/status': {
-      summary: 'Freshness per marketplace and data kind: last complete cycle, age, stale flag',
-      ok: { type: 'object', properties: { markets: { type: 'array', items: { type: 'object' } } } },
+      summary:
+        "Is the data fresh and the pipeline alive: per marketplace and kind the age of the last complete cycle on the wall clock and a stale flag (2 × the kind's refresh interval + grace); materializer heartbeats, lag and dead letters",
+      ok: {
+        type: 'object',
+        required: ['status', 'now', 'pipeline', 'dead_letters', 'markets', 'requestor', 'plan', 'timestamp'],
+        properties: {
+          status: { enum: ['ok', 'degraded'] },
+          now: ts,
+          data_time: { oneOf: [ts, { type: 'null' }] },
+          pipeline: {
+            type: 'object',
+            properties: {
+              status: { enum: ['ok', 'stalled', 'down'] },
+              problems: { type: 'array', items: { type: 'string' } },
+              lag: { type: ['integer', 'null'] },
+              last_batch_at: { oneOf: [ts, { type: 'null' }] },
+              materializers: { type: 'array', items: { type: 'object' } },
+            },
+          },
+          dead_letters: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                topic: { type: 'string' },
+                reason: { enum: ['decode', 'sql'] },
+                count: { type: 'integer' },
+                last_at: ts,
+              },
+            },
+          },
+          stale_count: { type: 'integer' },
+          markets: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                market: { type: 'string' },
+                kind: { type: 'string' },
+                refresh_interval_seconds: { type: 'integer' },
+                stale_after_seconds: { type: 'integer' },
+                last_outcome: { enum: ['COMPLETE', 'PARTIAL', 'FAILED'] },
+                last_cycle_at: ts,
+                last_complete_at: { oneOf: [ts, { type: 'null' }] },
+                last_applied_at: { oneOf: [ts, { type: 'null' }] },
+                last_complete_applied_at: { oneOf: [ts, { type: 'null' }] },
+                age_seconds: { type: ['integer', 'null'] },
+                stale: { type: 'boolean' },
+                failed_in_a_row: { type: 'integer' },
+              },
+            },
+          },
+          requestor: { type: 'string' },
+          plan: { enum: ['basic', 'pro', 'enterprise'] },
+          timestamp: ts,
+        },
+      },
     },
   };
 
@@ -306,12 +361,29 @@ export function openApiDocument(): object {
         '200': { description: 'OK', content: { [op.okType ?? 'application/json']: { schema: op.ok } } },
         ...Object.fromEntries(
           [
-            ['400', 'bad parameter or body (the message names it)'],
+            [
+              '400',
+              'bad parameter or body (the message names it; NUL bytes and JSON deeper than 32 levels included), or malformed HTTP',
+            ],
             ['401', 'key missing, invalid, disabled or expired'],
             ['403', 'plan or endpoint ACL does not include this endpoint'],
             ['404', 'unknown marketplace or route'],
-            ['429', 'rate limit exceeded; Retry-After says when to retry'],
+            ['405', 'method not allowed; Allow lists the methods'],
+            ...(op.body
+              ? [
+                  ['413', 'body over 64 KiB'],
+                  ['415', 'body not application/json'],
+                ]
+              : []),
+            ['414', 'a path segment over 100 characters'],
+            ['417', 'an Expect header other than 100-continue'],
+            [
+              '429',
+              'rate limit exceeded (rate_limited), or too many failed authentications from this address (auth_rate_limited); Retry-After says when to retry',
+            ],
+            ['431', 'request line and headers over 16 KiB'],
             ['500', 'internal error'],
+            ['503', 'read model not built yet, or the database unavailable; Retry-After says when to retry'],
           ].map(([code, description]) => [code, { description, content: { 'application/json': { schema: error } } }]),
         ),
       },

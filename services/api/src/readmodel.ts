@@ -102,6 +102,32 @@ export interface HistoryPoint {
   count: number | null;
 }
 
+export interface FreshnessRow {
+  market: string;
+  kind: string;
+  last_outcome: string;
+  /** Upstream time (the marketplace's clock) of the last cycle and of the last complete one. */
+  last_finished_at: Date;
+  last_complete_at: Date | null;
+  consecutive_failed: number;
+  /** Wall clock when the read model applied the last marker and the last complete one. */
+  last_applied_at: Date | null;
+  last_complete_applied_at: Date | null;
+}
+
+export interface MaterializerRow {
+  member_id: string;
+  group_id: string;
+  host: string;
+  pid: number;
+  state: string;
+  started_at: Date;
+  heartbeat_at: Date;
+  last_batch_at: Date | null;
+  /** bigint as text (pg returns int8 as a string). */
+  lag: string | null;
+}
+
 export class ReadModel {
   constructor(private readonly pool: Pool) {}
 
@@ -333,19 +359,35 @@ export class ReadModel {
     return rows[0]?.now ?? null;
   }
 
-  async freshness(): Promise<
-    {
-      market: string;
-      kind: string;
-      last_outcome: string;
-      last_finished_at: Date;
-      last_complete_at: Date | null;
-      consecutive_failed: number;
-    }[]
-  > {
-    const { rows } = await this.pool.query(
-      `SELECT market, kind, last_outcome, last_finished_at, last_complete_at, consecutive_failed
+  async freshness(): Promise<FreshnessRow[]> {
+    const { rows } = await this.pool.query<FreshnessRow>(
+      `SELECT market, kind, last_outcome, last_finished_at, last_complete_at, consecutive_failed,
+              last_applied_at, last_complete_applied_at
        FROM market_freshness ORDER BY market, kind`,
+    );
+    return rows;
+  }
+
+  /** The database's clock: every wall time of the status tables was written with it. */
+  async dbNow(): Promise<Date> {
+    const { rows } = await this.pool.query<{ now: Date }>('SELECT now()');
+    return (rows[0] as { now: Date }).now;
+  }
+
+  /** Every materializer process's heartbeat row (see the materializer's migration 0003). */
+  async materializers(): Promise<MaterializerRow[]> {
+    const { rows } = await this.pool.query<MaterializerRow>(
+      `SELECT member_id, group_id, host, pid, state, started_at, heartbeat_at, last_batch_at, lag::text AS lag
+       FROM materializer_heartbeat ORDER BY group_id, member_id`,
+    );
+    return rows;
+  }
+
+  /** Dead letters per topic and reason. */
+  async deadLetters(): Promise<{ topic: string; reason: string; count: number; last_at: Date }[]> {
+    const { rows } = await this.pool.query<{ topic: string; reason: string; count: number; last_at: Date }>(
+      `SELECT topic, reason, count(*)::int AS count, max(received_at) AS last_at
+       FROM dead_letters GROUP BY topic, reason ORDER BY topic, reason`,
     );
     return rows;
   }

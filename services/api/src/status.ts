@@ -1,0 +1,123 @@
+/**
+ * GET /v1/status: is the data fresh, and is the pipeline alive? Every age is wall-clock time on the
+ * database's clock (the materializer writes `now()` when it applies a marker and at each
+ * heartbeat), never the read model's own data clock: measured against the data's clock, a
+ * pipeline-wide stall could never look stale, since the clock stalls with it.
+ *
+ * - A marketplace's kind is stale when its last complete cycle was applied longer ago than twice
+ *   its refresh interval (from the marketplace registry) plus a grace: one missed cycle is
+ *   weather, two are an outage. CN-A buy orders (30 min) and daily history are judged by their own
+ *   intervals, not one threshold for all.
+ * - The materializer is `down` when no process has a heartbeat younger than `deadAfterMs`, and the
+ *   pipeline `stalled` when none has committed a batch for `stallAfterMs` (pollers' sales cycles
+ *   commit every minute, so a quiet minute and a half means nothing is flowing: a broker outage, a
+ *   hung consumer, or pollers that stopped).
+ */
+import { getMarket, isMarketSlug, refreshIntervalMs } from '@skinprices/domain';
+import type { FreshnessRow, MaterializerRow } from './readmodel.js';
+
+export interface StatusOptions {
+  /** Added to twice the refresh interval before a kind counts as stale. @default 60000 */
+  graceMs: number;
+  /** For a kind the registry gives no interval. @default 900000 */
+  fallbackIntervalMs: number;
+  /** A heartbeat older than this means the process is dead or hung. @default 30000 */
+  deadAfterMs: number;
+  /** No batch committed by any process for this long means the pipeline has stalled. @default 90000 */
+  stallAfterMs: number;
+}
+
+export const DEFAULT_STATUS_OPTIONS: StatusOptions = {
+  graceMs: 60_000,
+  fallbackIntervalMs: 900_000,
+  deadAfterMs: 30_000,
+  stallAfterMs: 90_000,
+};
+
+export interface StatusInputs {
+  now: Date;
+  dataTime: Date | null;
+  freshness: FreshnessRow[];
+  materializers: MaterializerRow[];
+  deadLetters: { topic: string; reason: string; count: number; last_at: Date }[];
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+const ageS = (now: Date, d: Date | null) => (d ? Math.max(0, Math.round((now.getTime() - d.getTime()) / 1000)) : null);
+
+/** The status document (without the envelope), from what the read model says: pure, unit-tested. */
+export function statusReport(input: StatusInputs, o: StatusOptions = DEFAULT_STATUS_OPTIONS) {
+  const { now } = input;
+  const markets = input.freshness.map((r) => {
+    const interval =
+      (isMarketSlug(r.market) ? refreshIntervalMs(getMarket(r.market), r.kind) : undefined) ?? o.fallbackIntervalMs;
+    const staleAfterMs = 2 * interval + o.graceMs;
+    const age = ageS(now, r.last_complete_applied_at);
+    return {
+      market: r.market,
+      kind: r.kind,
+      refresh_interval_seconds: Math.round(interval / 1000),
+      stale_after_seconds: Math.round(staleAfterMs / 1000),
+      last_outcome: r.last_outcome,
+      last_cycle_at: r.last_finished_at.toISOString(),
+      last_complete_at: iso(r.last_complete_at),
+      last_applied_at: iso(r.last_applied_at),
+      last_complete_applied_at: iso(r.last_complete_applied_at),
+      age_seconds: age,
+      stale: age === null || age * 1000 > staleAfterMs,
+      failed_in_a_row: r.consecutive_failed,
+    };
+  });
+  const members = input.materializers.map((m) => ({
+    member_id: m.member_id,
+    group_id: m.group_id,
+    host: m.host,
+    pid: m.pid,
+    state: m.state,
+    started_at: m.started_at.toISOString(),
+    heartbeat_at: m.heartbeat_at.toISOString(),
+    heartbeat_age_seconds: ageS(now, m.heartbeat_at) as number,
+    alive: now.getTime() - m.heartbeat_at.getTime() <= o.deadAfterMs,
+    last_batch_at: iso(m.last_batch_at),
+    lag: m.lag === null ? null : Number(m.lag),
+  }));
+  const alive = members.filter((m) => m.alive);
+  const lastBatch = Math.max(0, ...input.materializers.map((m) => m.last_batch_at?.getTime() ?? 0));
+  const problems: string[] = [];
+  if (alive.length === 0)
+    problems.push(
+      members.length === 0
+        ? 'no materializer has ever reported a heartbeat'
+        : `no materializer heartbeat for ${Math.min(...members.map((m) => m.heartbeat_age_seconds))} s`,
+    );
+  if (lastBatch === 0 || now.getTime() - lastBatch > o.stallAfterMs)
+    problems.push(
+      lastBatch === 0
+        ? 'no batch has been committed yet'
+        : `no batch committed for ${ageS(now, new Date(lastBatch))} s`,
+    );
+  if (alive.some((m) => m.state === 'erroring')) problems.push('a materializer is retrying failed batches');
+  if (alive.some((m) => m.lag === null)) problems.push('lag cannot be measured (Kafka unreachable?)');
+  const pipeline = alive.length === 0 ? 'down' : problems.length > 0 ? 'stalled' : 'ok';
+  const stale = markets.filter((m) => m.stale);
+  return {
+    status: pipeline === 'ok' && stale.length === 0 ? 'ok' : 'degraded',
+    now: now.toISOString(),
+    data_time: iso(input.dataTime),
+    pipeline: {
+      status: pipeline,
+      problems,
+      lag: alive.every((m) => m.lag !== null) ? alive.reduce((s, m) => s + (m.lag ?? 0), 0) : null,
+      last_batch_at: lastBatch ? new Date(lastBatch).toISOString() : null,
+      materializers: members,
+    },
+    dead_letters: input.deadLetters.map((d) => ({
+      topic: d.topic,
+      reason: d.reason,
+      count: d.count,
+      last_at: d.last_at.toISOString(),
+    })),
+    stale_count: stale.length,
+    markets,
+  };
+}
