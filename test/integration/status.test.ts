@@ -1,0 +1,134 @@
+/**
+ * /v1/status against a real pipeline: a poller, a materializer running as its own process (so it
+ * can be SIGKILLed), real Kafka and PostgreSQL. A complete cycle is fresh by the wall clock; a dead
+ * materializer shows as `down` within its dead-after threshold (30 s in production, 3 s here).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, ReadModel } from '@skinprices/api';
+import { SalesExportCache } from '@skinprices/exports';
+import { createLogger } from '@skinprices/runtime';
+import { migrate, type Pool } from '@skinprices/store';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { projectTopics, startPoller, startSimulator, untilApplied, type Sim } from '../support/pipeline.js';
+import { TestStack } from '../support/stack.js';
+
+interface Status {
+  status: string;
+  pipeline: {
+    status: string;
+    problems: string[];
+    materializers: { alive: boolean; state: string; lag: number | null }[];
+  };
+  markets: {
+    market: string;
+    kind: string;
+    stale: boolean;
+    age_seconds: number | null;
+    refresh_interval_seconds: number;
+  }[];
+}
+
+describe('/v1/status on a real pipeline', () => {
+  const stack = new TestStack();
+  let sim: Sim;
+  let suffix: string;
+  let pool: Pool;
+  let app: FastifyInstance;
+  let key: string;
+  let child: ChildProcess;
+  let log = '';
+
+  beforeAll(async () => {
+    sim = await startSimulator(stack, 40);
+    suffix = await projectTopics(stack);
+    const read = await stack.schema();
+    pool = read.pool;
+    child = spawn(process.execPath, ['--import', 'tsx', 'services/materializer/src/main.ts'], {
+      env: {
+        ...process.env,
+        KAFKA_BROKERS: stack.env.brokers,
+        SCHEMA_REGISTRY_URL: stack.env.registryUrl,
+        DATABASE_URL: stack.env.databaseUrl,
+        DATABASE_SCHEMA: read.name,
+        TOPIC_SUFFIX: suffix,
+        GROUP_ID: stack.groupId(),
+        PUBLISH_CHANGES: 'false',
+        HEARTBEAT_INTERVAL_MS: '1000',
+        CONSUMER_SESSION_TIMEOUT_MS: '6000',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (c: Buffer) => (log += c.toString()));
+    child.stderr?.on('data', (c: Buffer) => (log += c.toString()));
+    stack.defer(async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await new Promise((r) => child.once('exit', r));
+      }
+    });
+    const k = await stack.schema();
+    await migrate(k.pool, API_MIGRATIONS_DIR);
+    const keys = new KeyStore(k.pool);
+    key = (await keys.create({ customer: 'ops@example.com', plan: 'basic' })).secret;
+    app = buildApp({
+      keys,
+      limiter: new MemoryRateLimiter(),
+      read: new ReadModel(pool),
+      exports: new SalesExportCache(pool),
+      version: () => 0,
+      logger: createLogger('api', 'silent'),
+      status: { graceMs: 60_000, fallbackIntervalMs: 900_000, deadAfterMs: 3_000, stallAfterMs: 60_000 },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await app?.close();
+    await stack.cleanup();
+  });
+
+  const status = async (): Promise<Status> => {
+    const res = await app.inject({ method: 'GET', url: '/v1/status', headers: { 'x-api-key': key } });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json();
+  };
+
+  async function until(
+    what: string,
+    ok: (s: Status) => boolean,
+    timeoutMs: number,
+  ): Promise<{ s: Status; ms: number }> {
+    const t0 = Date.now();
+    for (;;) {
+      const s = await status().catch(() => undefined);
+      if (s && ok(s)) return { s, ms: Date.now() - t0 };
+      if (Date.now() - t0 > timeoutMs)
+        throw new Error(`${what}: not within ${timeoutMs} ms\n${JSON.stringify(s)}\n${log}`);
+      await sleep(200);
+    }
+  }
+
+  it('a complete cycle is fresh on the wall clock, and the live materializer is reported with its lag', async () => {
+    // The materializer migrates the schema; wait for its first heartbeat.
+    await until('heartbeat', (s) => s.pipeline.materializers.some((m) => m.alive), 60_000);
+    const { poller } = await startPoller(stack, sim, 'cn-a', suffix);
+    await untilApplied(pool, (await poller.runOnce('LISTINGS')).marker.cycle_id, 60_000);
+    const { s } = await until('lag measured after the batch', (x) => x.pipeline.status === 'ok', 20_000);
+    expect(s.markets.find((m) => m.market === 'cn-a' && m.kind === 'LISTINGS')).toMatchObject({
+      stale: false,
+      refresh_interval_seconds: 300,
+    });
+    expect(s.pipeline.materializers[0]).toMatchObject({ alive: true, state: 'consuming', lag: 0 });
+  });
+
+  // Root cause guarded: a dead materializer showed nothing in /v1/status.
+  it('a SIGKILLed materializer shows as down within its dead-after threshold', async () => {
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    const { s, ms } = await until('down', (x) => x.pipeline.status === 'down', 15_000);
+    console.log(`materializer SIGKILLed: /v1/status said down after ${ms} ms (threshold 3 s, heartbeat 1 s)`);
+    expect(s.status).toBe('degraded');
+    expect(s.pipeline.problems.join()).toMatch(/no materializer heartbeat/);
+  });
+});
