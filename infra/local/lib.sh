@@ -59,21 +59,38 @@ wait_port() {
   return 1
 }
 
-# stop_pid NAME: SIGTERM, wait up to 30 s for a clean shutdown, then SIGKILL.
-stop_pid() {
-  local name=$1 f=$RUN_DIR/$1.pid pid i
-  if ! pid_alive "$name"; then rm -f "$f"; return 0; fi
-  pid=$(cat "$f")
-  log "stopping $name (pid $pid)"
-  kill "$pid" 2>/dev/null || true
-  for ((i = 0; i < 150; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
+# stop_pids NAME…: SIGTERM to every one at once, wait up to STOP_GRACE_S (30) seconds for all
+# to exit cleanly, then SIGKILL what is left. At once rather than one after another, so a
+# three-node cluster stops in the time of its slowest node, and no node is left running alone
+# longer than the others (kafka.sh says why a lone node no longer waits for a quorum).
+stop_pids() {
+  local name pid i left
+  local -a names=() pids=()
+  for name in "$@"; do
+    if pid_alive "$name"; then
+      pid=$(cat "$RUN_DIR/$name.pid")
+      log "stopping $name (pid $pid)"
+      names+=("$name")
+      pids+=("$pid")
+      kill "$pid" 2>/dev/null || true
+    else
+      rm -f "$RUN_DIR/$name.pid"
+    fi
+  done
+  for ((i = 0; i < ${STOP_GRACE_S:-30} * 5; i++)); do
+    left=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left=$((left + 1)); done
+    [ "$left" = 0 ] && break
     sleep 0.2
   done
-  if kill -0 "$pid" 2>/dev/null; then
-    log "$name did not stop in 30 s; killing it"
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
+  for i in "${!pids[@]}"; do
+    if kill -0 "${pids[$i]}" 2>/dev/null; then
+      log "${names[$i]} did not stop in ${STOP_GRACE_S:-30} s; killing it"
+      kill -9 "${pids[$i]}" 2>/dev/null || true
+    fi
+    rm -f "$RUN_DIR/${names[$i]}.pid"
+  done
 }
 
+# stop_pid NAME: one process (see stop_pids).
+stop_pid() { stop_pids "$1"; }

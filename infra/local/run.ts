@@ -5,13 +5,16 @@
  * all. The end-to-end test boots the platform through this same file.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { API_MIGRATIONS_DIR, KeyStore, type Plan } from '@skinprices/api';
-import { MARKETS } from '@skinprices/domain';
+import { AppError, MARKETS } from '@skinprices/domain';
 import { createKafka, ensureTopics, EventSerde, topicDefinitions, waitForKafka } from '@skinprices/events';
 import { commonEnv, createLogger, intFromEnv, parseConfig, waitForUrl } from '@skinprices/runtime';
 import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/store';
 import { z } from 'zod';
+import { DEFAULT_RESTART_POLICY } from './restart-policy.js';
+import { claimPlatform, platformPorts, runLockFile } from './run-guard.js';
 import { Supervisor } from './supervisor.js';
 
 const schema = z.object({
@@ -29,9 +32,40 @@ const schema = z.object({
   DEMO_KEYS_FILE: z.string().default('.local/demo-keys.json'),
   POLL_LISTINGS_MS: intFromEnv(0, 86_400_000).default(0).describe('listing interval (0: the registry default, 5 min)'),
   HISTORY_BACKFILL_DAYS: intFromEnv(0, 400).default(30),
+  RESTART_HEALTHY_MS: intFromEnv(0, 86_400_000)
+    .default(DEFAULT_RESTART_POLICY.healthyMs)
+    .describe('a service that ran this long restarts after the shortest pause again'),
+  SKINPRICES_LOCAL_DIR: z
+    .string()
+    .optional()
+    .describe('state of the local stack (as lib.sh); the run lock is in its run/'),
 });
 const config = parseConfig(schema, process.env);
 const logger = createLogger('run', config.LOG_LEVEL);
+
+// ---- one platform at a time -------------------------------------------------------------------
+// Before anything is touched (demo keys, the keys file, topics): a second run would delete the
+// first one's keys and crash-loop on its ports while the first answered its health checks.
+const localDir = config.SKINPRICES_LOCAL_DIR ?? resolve(dirname(fileURLToPath(import.meta.url)), '../../.local');
+const api = `http://${config.API_HOST}:${config.API_PORT}`;
+const lock = await claimPlatform(
+  runLockFile(localDir, config.DATABASE_URL, config.KEYS_SCHEMA),
+  { pid: process.pid, startedAt: new Date().toISOString(), api },
+  platformPorts({
+    apiHost: config.API_HOST,
+    apiPort: config.API_PORT,
+    // The simulator's default address; run.ts does not move it.
+    simHost: '127.0.0.1',
+    simControlPort: config.SIM_CONTROL_PORT,
+    simBasePort: config.SIM_BASE_PORT,
+    markets: MARKETS.map((m) => m.slug),
+  }),
+).catch((err: unknown) => {
+  if (!(err instanceof AppError) || err.code !== 'busy') throw err;
+  process.stderr.write(`\nmake run refused to start: ${err.message}\n\n`);
+  process.exit(1);
+});
+process.on('exit', () => lock.release());
 
 // ---- topics and demo keys ---------------------------------------------------------------------
 await ensureDatabase(config.DATABASE_URL);
@@ -69,7 +103,7 @@ mkdirSync(dirname(config.DEMO_KEYS_FILE), { recursive: true });
 writeFileSync(config.DEMO_KEYS_FILE, `${JSON.stringify(keys, null, 2)}\n`);
 
 // ---- the services -------------------------------------------------------------------------------
-const supervisor = new Supervisor();
+const supervisor = new Supervisor({ policy: { ...DEFAULT_RESTART_POLICY, healthyMs: config.RESTART_HEALTHY_MS } });
 const common = {
   DATABASE_URL: config.DATABASE_URL,
   KAFKA_BROKERS: config.KAFKA_BROKERS,
@@ -124,7 +158,6 @@ supervisor.start({
     LOG_LEVEL: 'info',
   },
 });
-const api = `http://${config.API_HOST}:${config.API_PORT}`;
 await waitForUrl(`${api}/openapi.json`, 300_000);
 
 let stopping = false;

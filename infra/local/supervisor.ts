@@ -3,14 +3,24 @@
  * program in a grandchild, so a signal to it would not reach the service), prefixes its output
  * with its name, restarts it after a crash, and stops them all in reverse order.
  *
- *   starting ──spawned──▶ running ──exit≠0──▶ backoff ──(1 s … 30 s)──▶ starting
- *                            │
- *                            └──stop()──▶ stopping ──exit (or SIGKILL after 10 s)──▶ exited
+ * When to restart is decided by the pure transition in restart-policy.ts (its diagram is there);
+ * this class only performs the effects of each new state:
+ *   starting → spawn;   backoff → a timer for the pause, then restartDue;
+ *   stopping → SIGTERM (SIGKILL after the grace period);   exited → nothing more.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import {
+  DEFAULT_RESTART_POLICY,
+  INITIAL_RESTART_STATE,
+  next,
+  type RestartEvent,
+  type RestartPhase,
+  type RestartPolicy,
+  type RestartState,
+} from './restart-policy.js';
 
-export type ChildState = 'starting' | 'running' | 'backoff' | 'stopping' | 'exited';
+export type ChildState = RestartPhase;
 
 export interface ServiceSpec {
   name: string;
@@ -18,81 +28,121 @@ export interface ServiceSpec {
   env: Record<string, string>;
 }
 
+export interface SupervisorOptions {
+  /** Where the services' prefixed lines and the supervisor's own notes go. @default stdout */
+  write: (line: string) => void;
+  /** @default DEFAULT_RESTART_POLICY (1 s doubling to 30 s; a healthy minute resets it) */
+  policy: RestartPolicy;
+  /** @default Date.now */
+  now: () => number;
+  /** Starts one service's process. @default `node --import tsx <script>` in its own process group */
+  launch: (spec: ServiceSpec) => ChildProcess;
+}
+
 interface Child {
   spec: ServiceSpec;
-  state: ChildState;
+  state: RestartState;
   process?: ChildProcess;
-  restarts: number;
   timer?: NodeJS.Timeout;
 }
 
+function launchNode(spec: ServiceSpec): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', spec.script], {
+    env: { ...process.env, ...spec.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: a terminal's Ctrl-C reaches only the supervisor, which then stops
+    // the services in order (a service hit by both SIGINT and our SIGTERM would exit at once).
+    detached: true,
+  });
+}
+
+const alive = (p: ChildProcess | undefined): p is ChildProcess =>
+  p !== undefined && p.exitCode === null && p.signalCode === null;
+
 export class Supervisor {
   private readonly children: Child[] = [];
-  private stopping = false;
+  private readonly o: SupervisorOptions;
 
-  constructor(private readonly write: (line: string) => void = (l) => process.stdout.write(`${l}\n`)) {
+  constructor(options: Partial<SupervisorOptions> = {}) {
+    this.o = {
+      write: (l) => process.stdout.write(`${l}\n`),
+      policy: DEFAULT_RESTART_POLICY,
+      now: Date.now,
+      launch: launchNode,
+      ...options,
+    };
     // Should the supervisor itself die, its detached services must not outlive it.
     process.on('exit', () => {
-      for (const c of this.children)
-        if (c.process?.exitCode === null && c.process.signalCode === null) c.process.kill('SIGKILL');
+      for (const c of this.children) if (alive(c.process)) c.process.kill('SIGKILL');
     });
   }
 
   start(spec: ServiceSpec): void {
-    const child: Child = { spec, state: 'starting', restarts: 0 };
+    const child: Child = { spec, state: INITIAL_RESTART_STATE };
     this.children.push(child);
     this.spawn(child);
   }
 
   get states(): Record<string, ChildState> {
-    return Object.fromEntries(this.children.map((c) => [c.spec.name, c.state]));
+    return Object.fromEntries(this.children.map((c) => [c.spec.name, c.state.phase]));
+  }
+
+  private prefix(child: Child): string {
+    return `[${child.spec.name}]`.padEnd(22);
+  }
+
+  private dispatch(child: Child, event: RestartEvent): void {
+    const before = child.state;
+    const after = next(before, event, this.o.policy);
+    if (after === before) return;
+    child.state = after;
+    if (after.phase === 'starting') this.spawn(child);
+    else if (after.phase === 'backoff')
+      child.timer = setTimeout(() => this.dispatch(child, { type: 'restartDue' }), after.pauseMs);
+  }
+
+  private write(child: Child, line: string): void {
+    this.o.write(`${this.prefix(child)} ${line}`);
   }
 
   private spawn(child: Child): void {
-    child.state = 'starting';
-    const p = spawn(process.execPath, ['--import', 'tsx', child.spec.script], {
-      env: { ...process.env, ...child.spec.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // Its own process group: a terminal's Ctrl-C reaches only the supervisor, which then stops
-      // the services in order (a service hit by both SIGINT and our SIGTERM would exit at once).
-      detached: true,
-    });
+    const p = this.o.launch(child.spec);
     child.process = p;
-    child.state = 'running';
-    const prefix = `[${child.spec.name}]`.padEnd(22);
     for (const stream of [p.stdout, p.stderr])
-      createInterface({ input: stream }).on('line', (l) => this.write(`${prefix} ${l}`));
+      if (stream) createInterface({ input: stream }).on('line', (l) => this.write(child, l));
+    // Without a listener a failed kill or spawn would throw in the supervisor itself.
+    p.on('error', (err) => this.write(child, `process error: ${err.message}`));
     p.on('exit', (code, signal) => {
-      if (this.stopping || child.state === 'stopping') {
-        child.state = 'exited';
-        return;
-      }
-      // A crash: restart with a growing pause, so a broken service does not spin.
-      const wait = Math.min(30_000, 1_000 * 2 ** Math.min(child.restarts, 5));
-      child.restarts++;
-      child.state = 'backoff';
-      this.write(`${prefix} exited (${signal ?? `code ${code}`}); restarting in ${wait / 1000} s`);
-      child.timer = setTimeout(() => this.spawn(child), wait);
+      this.dispatch(child, { type: 'exited', at: this.o.now() });
+      const s = child.state;
+      if (s.phase !== 'backoff') return;
+      const streak = s.streak > 1 ? `, crash ${s.streak} in a row` : '';
+      this.write(
+        child,
+        `exited (${signal ?? `code ${code}`}) after ${Math.round(s.ranMs / 1000)} s${streak}; restarting in ${s.pauseMs / 1000} s`,
+      );
     });
+    this.dispatch(child, { type: 'started', at: this.o.now() });
   }
 
   /** SIGTERM to every service, last started first; SIGKILL what has not exited after `graceMs`. */
   async stop(graceMs = 10_000): Promise<void> {
-    this.stopping = true;
-    for (const child of [...this.children].reverse()) {
+    // Every child first, so one that crashes while an earlier one is being stopped is not restarted.
+    for (const child of this.children) {
       clearTimeout(child.timer);
+      this.dispatch(child, { type: 'stop' });
+    }
+    for (const child of [...this.children].reverse()) {
       const p = child.process;
-      if (!p || p.exitCode !== null || p.signalCode !== null) {
-        child.state = 'exited';
+      if (child.state.phase !== 'stopping' || !alive(p)) {
+        child.state = { phase: 'exited' };
         continue;
       }
-      child.state = 'stopping';
       const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()));
       p.kill('SIGTERM');
       const killer = setTimeout(() => p.kill('SIGKILL'), graceMs);
       await exited;
       clearTimeout(killer);
-      child.state = 'exited';
     }
   }
 }

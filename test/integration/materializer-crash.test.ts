@@ -25,6 +25,30 @@ const TABLES: Record<string, string> = {
     'SELECT market, kind, last_cycle_id, last_outcome, last_complete_at, consecutive_failed FROM market_freshness',
 };
 
+/**
+ * The kill points come from a seeded generator, so a failure can be replayed: the seed is printed,
+ * and CRASH_SEED=<seed> runs the same delays again (the moment a kill lands still depends on the
+ * machine's speed, but no longer on Math.random).
+ */
+const CRASH_SEED = ((): number => {
+  const given = process.env.CRASH_SEED;
+  if (!given) return (Math.random() * 2 ** 32) >>> 0;
+  if (!/^\d+$/.test(given)) throw new Error(`CRASH_SEED must be a non-negative integer, not '${given}'`);
+  return Number(given) >>> 0;
+})();
+
+/** mulberry32: small, well-mixed, and the same sequence for the same seed everywhere. */
+function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
 async function fingerprints(pool: Pool): Promise<Record<string, { rows: number; md5: string }>> {
   const out: Record<string, { rows: number; md5: string }> = {};
   for (const [table, sql] of Object.entries(TABLES)) {
@@ -99,6 +123,8 @@ describe('materializer crash safety', () => {
     };
 
     const kills: number[] = [];
+    const random = seededRandom(CRASH_SEED);
+    console.info(`kill points seeded with CRASH_SEED=${CRASH_SEED}`);
     for (let k = 0; k < 5; k++) {
       child = launch();
       // Kill once it has made progress since the last start (so the kill lands mid-stream).
@@ -106,13 +132,13 @@ describe('materializer crash safety', () => {
       const deadline = Date.now() + 60_000;
       while ((await applied(victim.pool)) === start && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 20));
-      await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 150)));
+      await new Promise((r) => setTimeout(r, Math.floor(random() * 150)));
       if ((await applied(victim.pool)) >= events) break;
       child.kill('SIGKILL');
       await new Promise((r) => child!.once('exit', r));
       kills.push(await applied(victim.pool));
     }
-    console.info(`killed at ${kills.join(', ')} of ${events} listing events applied`);
+    console.info(`killed at ${kills.join(', ')} of ${events} listing events applied (CRASH_SEED=${CRASH_SEED})`);
     expect(kills.length).toBeGreaterThanOrEqual(3);
     // At least some kills landed before the end, with work still to do.
     expect(kills.filter((n) => n < events).length).toBeGreaterThanOrEqual(3);

@@ -1,0 +1,116 @@
+import type { ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Supervisor, type ServiceSpec } from './supervisor.js';
+
+/** A stand-in for a service's process: no I/O, exits when told to. */
+class FakeProcess extends EventEmitter {
+  exitCode: number | null = null;
+  signalCode: NodeJS.Signals | null = null;
+  readonly stdout = null;
+  readonly stderr = null;
+  readonly signals: string[] = [];
+
+  crash(code = 1): void {
+    this.exitCode = code;
+    this.emit('exit', code, null);
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
+    this.signals.push(signal);
+    // Exits on SIGTERM a moment later, like a service running its shutdown handlers.
+    setTimeout(() => {
+      this.signalCode = signal;
+      this.emit('exit', null, signal);
+    }, 10);
+    return true;
+  }
+}
+
+function harness() {
+  const launched: FakeProcess[] = [];
+  const lines: string[] = [];
+  const supervisor = new Supervisor({
+    write: (l) => lines.push(l),
+    now: () => Date.now(),
+    launch: () => {
+      const p = new FakeProcess();
+      launched.push(p);
+      return p as unknown as ChildProcess;
+    },
+  });
+  const spec: ServiceSpec = { name: 'api', script: 'services/api/src/main.ts', env: {} };
+  return { supervisor, launched, lines, spec, last: () => launched.at(-1) as FakeProcess };
+}
+
+describe('Supervisor', () => {
+  beforeEach(() => void vi.useFakeTimers());
+  afterEach(() => void vi.useRealTimers());
+
+  it('restarts a crashed service after the pause, and not before', async () => {
+    const h = harness();
+    h.supervisor.start(h.spec);
+    expect(h.supervisor.states).toEqual({ api: 'running' });
+    h.last().crash();
+    expect(h.supervisor.states).toEqual({ api: 'backoff' });
+    await vi.advanceTimersByTimeAsync(999);
+    expect(h.launched).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(h.launched).toHaveLength(2);
+    expect(h.supervisor.states).toEqual({ api: 'running' });
+    expect(h.lines.join('\n')).toMatch(/exited \(code 1\) after 0 s; restarting in 1 s/);
+  });
+
+  it('restart pause resets after a healthy minute: six quick crashes, ten good minutes, then a crash costs 1 s (issue 13)', async () => {
+    // Root cause: the pause grew with a per-service counter that was never reset, so after a
+    // bad start every later crash cost 30 s even after hours of healthy running.
+    const h = harness();
+    h.supervisor.start(h.spec);
+    for (const pause of [1, 2, 4, 8, 16, 30]) {
+      h.last().crash();
+      await vi.advanceTimersByTimeAsync(pause * 1000);
+    }
+    expect(h.launched).toHaveLength(7);
+    await vi.advanceTimersByTimeAsync(10 * 60_000);
+    h.last().crash();
+    expect(h.lines.at(-1)).toMatch(/after 600 s; restarting in 1 s$/);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(h.launched).toHaveLength(8);
+  });
+
+  it('stops every service, last started first, and restarts none that crash meanwhile', async () => {
+    const h = harness();
+    h.supervisor.start(h.spec);
+    h.supervisor.start({ ...h.spec, name: 'materializer' });
+    h.supervisor.start({ ...h.spec, name: 'poller' });
+    const [api, materializer, poller] = h.launched as [FakeProcess, FakeProcess, FakeProcess];
+    poller.crash();
+    const stopped = h.supervisor.stop(1_000);
+    // The api crashes while the materializer is being stopped: it must stay down.
+    api.crash();
+    await vi.advanceTimersByTimeAsync(60_000);
+    await stopped;
+    expect(h.supervisor.states).toEqual({ api: 'exited', materializer: 'exited', poller: 'exited' });
+    expect(materializer.signals).toEqual(['SIGTERM']);
+    expect(api.signals).toEqual([]);
+    expect(h.launched).toHaveLength(3);
+  });
+
+  it('SIGKILLs a service that ignores SIGTERM for the grace period', async () => {
+    const h = harness();
+    h.supervisor.start(h.spec);
+    const p = h.last();
+    p.kill = (signal: NodeJS.Signals = 'SIGTERM') => {
+      p.signals.push(signal);
+      if (signal === 'SIGKILL') setTimeout(() => p.emit('exit', null, 'SIGKILL'), 10);
+      return true;
+    };
+    const stopped = h.supervisor.stop(500);
+    await vi.advanceTimersByTimeAsync(499);
+    expect(p.signals).toEqual(['SIGTERM']);
+    await vi.advanceTimersByTimeAsync(100);
+    await stopped;
+    expect(p.signals).toEqual(['SIGTERM', 'SIGKILL']);
+    expect(h.supervisor.states).toEqual({ api: 'exited' });
+  });
+});
