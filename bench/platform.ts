@@ -67,6 +67,8 @@ interface Change {
   setAt: number;
   producedAt?: number;
   visibleAt?: number;
+  /** Not visible by the round's deadline: visibleAt is then the deadline, a lower bound. */
+  missed?: boolean;
 }
 interface Run {
   cold_s: number;
@@ -77,7 +79,12 @@ interface Run {
   cold_cpu_s: Record<string, number>;
   /** The same while the freshness changes were made and awaited. */
   freshness_cpu_s: Record<string, number>;
+  /** Per change; a missed change counts with its deadline as a lower bound. */
   freshness_ms: number[];
+  /** Changes not visible within VISIBLE_WITHIN_MS (their figures are lower bounds). */
+  freshness_missed: number;
+  /** Changes whose listing event was never seen on the topic (no poll → visible figure). */
+  freshness_unseen_upstream: number;
   override_to_visible_ms: number[];
 }
 
@@ -226,8 +233,18 @@ async function platformRun(run: number): Promise<Run> {
       const etags = new Map<string, string>();
       const deadline = Date.now() + VISIBLE_WITHIN_MS;
       while (batch.some((c) => c.visibleAt === undefined)) {
-        if (Date.now() > deadline)
-          throw new Error(`changes not visible after ${VISIBLE_WITHIN_MS / 1000} s: ${JSON.stringify(batch)}`);
+        // A slower machine must give a figure, not a crash: the deadline is recorded as a lower
+        // bound and the change counted as missed.
+        if (Date.now() > deadline) {
+          for (const c of batch.filter((x) => x.visibleAt === undefined)) {
+            c.visibleAt = deadline;
+            c.missed = true;
+          }
+          console.log(
+            `run ${run + 1}, round ${round + 1}: ${batch.filter((c) => c.missed).length} changes missed the ${VISIBLE_WITHIN_MS / 1000} s deadline`,
+          );
+          break;
+        }
         for (const market of new Set(batch.filter((c) => c.visibleAt === undefined).map((c) => c.market))) {
           const res = await fetch(`${api}/v1/prices/${market}`, {
             headers: { ...headers, ...(etags.has(market) ? { 'if-none-match': etags.get(market) as string } : {}) },
@@ -249,7 +266,8 @@ async function platformRun(run: number): Promise<Run> {
     const freshnessCpu = cpuDelta(cpuAtFreshness, cpuSeconds(platform.pid as number));
     console.log(`run ${run + 1}: CPU seconds per process while measuring freshness: ${JSON.stringify(freshnessCpu)}`);
     const unmatched = changes.filter((c) => c.producedAt === undefined);
-    if (unmatched.length > 0) throw new Error(`no listing event seen for ${JSON.stringify(unmatched)}`);
+    if (unmatched.length > 0) console.log(`run ${run + 1}: no listing event seen for ${JSON.stringify(unmatched)}`);
+    const timed = changes.filter((c) => c.producedAt !== undefined);
     return {
       cold_s: round((visible - firstRequest) / 1000, 2),
       cold_with_boot_s: round((visible - t0) / 1000, 2),
@@ -257,7 +275,9 @@ async function platformRun(run: number): Promise<Run> {
       visible_rows: visibleRows,
       cold_cpu_s: coldCpu,
       freshness_cpu_s: freshnessCpu,
-      freshness_ms: changes.map((c) => (c.visibleAt as number) - (c.producedAt as number)),
+      freshness_ms: timed.map((c) => (c.visibleAt as number) - (c.producedAt as number)),
+      freshness_missed: changes.filter((c) => c.missed).length,
+      freshness_unseen_upstream: unmatched.length,
       override_to_visible_ms: changes.map((c) => (c.visibleAt as number) - c.setAt),
     };
   } finally {
@@ -297,6 +317,8 @@ writeResult(args.out, {
   cold_with_boot_s: median(runs.map((r) => r.cold_with_boot_s)),
   freshness_p50_s: round(median(runs.map((r) => percentile(r.freshness_ms, 50) / 1000))),
   freshness_p99_s: round(median(runs.map((r) => percentile(r.freshness_ms, 99) / 1000))),
+  freshness_missed: runs.reduce((n, r) => n + r.freshness_missed, 0),
+  freshness_unseen_upstream: runs.reduce((n, r) => n + r.freshness_unseen_upstream, 0),
   override_to_visible_p50_s: round(median(runs.map((r) => percentile(r.override_to_visible_ms, 50) / 1000))),
   override_to_visible_p99_s: round(median(runs.map((r) => percentile(r.override_to_visible_ms, 99) / 1000))),
 });

@@ -146,7 +146,7 @@ const ROWS: {
     target: '≤ 5 s',
     bound: ['atMost', 5],
     value: r.platform.freshness_p99_s,
-    detail: `p50 ${r.platform.freshness_p50_s} s; override → visible p50 ${r.platform.override_to_visible_p50_s} s (includes the wait for the poll)`,
+    detail: `p50 ${r.platform.freshness_p50_s} s; override → visible p50 ${r.platform.override_to_visible_p50_s} s (includes the wait for the poll); ${r.platform.freshness_missed ?? 0} changes missed their deadline (counted at the deadline, a lower bound), ${r.platform.freshness_unseen_upstream ?? 0} never seen upstream`,
   },
   {
     key: 'api_rss_mb',
