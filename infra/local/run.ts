@@ -32,6 +32,11 @@ const schema = z.object({
   DEMO_KEYS_FILE: z.string().default('.local/demo-keys.json'),
   POLL_LISTINGS_MS: intFromEnv(0, 86_400_000).default(0).describe('listing interval (0: the registry default, 5 min)'),
   HISTORY_BACKFILL_DAYS: intFromEnv(0, 400).default(30),
+  METRICS_PORT_OFFSET: intFromEnv(0, 60_000)
+    .default(2_000)
+    .describe(
+      'Prometheus /metrics at API_PORT + this: the materializer, then the API, then one poller per marketplace (0: none)',
+    ),
   RESTART_HEALTHY_MS: intFromEnv(0, 86_400_000)
     .default(DEFAULT_RESTART_POLICY.healthyMs)
     .describe('a service that ran this long restarts after the shortest pause again'),
@@ -48,18 +53,34 @@ const logger = createLogger('run', config.LOG_LEVEL);
 // first one's keys and crash-loop on its ports while the first answered its health checks.
 const localDir = config.SKINPRICES_LOCAL_DIR ?? resolve(dirname(fileURLToPath(import.meta.url)), '../../.local');
 const api = `http://${config.API_HOST}:${config.API_PORT}`;
+// Metrics listeners, each on its own port (never the public API port): materializer, API, pollers.
+const metricsBase = config.METRICS_PORT_OFFSET ? config.API_PORT + config.METRICS_PORT_OFFSET : 0;
+const metricsPorts = metricsBase
+  ? ['materializer', 'api', ...MARKETS.map((m) => `poller-${m.slug}`)].map((owner, i) => ({
+      owner: `${owner} metrics`,
+      host: '127.0.0.1',
+      port: metricsBase + i,
+    }))
+  : [];
+const metricsEnv = (owner: string): Record<string, string> => {
+  const p = metricsPorts.find((x) => x.owner === `${owner} metrics`);
+  return p ? { METRICS_HOST: p.host, METRICS_PORT: String(p.port) } : {};
+};
 const lock = await claimPlatform(
   runLockFile(localDir, config.DATABASE_URL, config.KEYS_SCHEMA),
   { pid: process.pid, startedAt: new Date().toISOString(), api },
-  platformPorts({
-    apiHost: config.API_HOST,
-    apiPort: config.API_PORT,
-    // The simulator's default address; run.ts does not move it.
-    simHost: '127.0.0.1',
-    simControlPort: config.SIM_CONTROL_PORT,
-    simBasePort: config.SIM_BASE_PORT,
-    markets: MARKETS.map((m) => m.slug),
-  }),
+  [
+    ...platformPorts({
+      apiHost: config.API_HOST,
+      apiPort: config.API_PORT,
+      // The simulator's default address; run.ts does not move it.
+      simHost: '127.0.0.1',
+      simControlPort: config.SIM_CONTROL_PORT,
+      simBasePort: config.SIM_BASE_PORT,
+      markets: MARKETS.map((m) => m.slug),
+    }),
+    ...metricsPorts,
+  ],
 ).catch((err: unknown) => {
   if (!(err instanceof AppError) || err.code !== 'busy') throw err;
   process.stderr.write(`\nmake run refused to start: ${err.message}\n\n`);
@@ -133,6 +154,7 @@ for (const m of MARKETS)
       UPSTREAM_BASE_URL: markets.find((x) => x.slug === m.slug)?.baseUrl as string,
       HISTORY_BACKFILL_DAYS: String(config.HISTORY_BACKFILL_DAYS),
       ...(config.POLL_LISTINGS_MS ? { POLL_LISTINGS_MS: String(config.POLL_LISTINGS_MS) } : {}),
+      ...metricsEnv(`poller-${m.slug}`),
       LOG_LEVEL: 'warn',
     },
   });
@@ -143,6 +165,7 @@ supervisor.start({
     ...common,
     DATABASE_SCHEMA: config.DATABASE_SCHEMA,
     GROUP_ID: `materializer${config.TOPIC_SUFFIX}`,
+    ...metricsEnv('materializer'),
     LOG_LEVEL: 'warn',
   },
 });
@@ -155,6 +178,7 @@ supervisor.start({
     KEYS_SCHEMA: config.KEYS_SCHEMA,
     API_HOST: config.API_HOST,
     API_PORT: String(config.API_PORT),
+    ...metricsEnv('api'),
     LOG_LEVEL: 'info',
   },
 });
@@ -189,6 +213,6 @@ Data appears within a minute or two. Demo keys (also in ${config.DEMO_KEYS_FILE}
   curl -s -H 'x-api-key: ${keys.acl}' ${api}/v1/prices/cn-a          # 403: not in its ACL
   curl -s -H 'x-api-key: ${keys.expired}' ${api}/v1/prices/cn-a      # 401
   open ${api}/docs                                                    # no key needed
-
+${metricsBase ? `\nPrometheus metrics: http://127.0.0.1:${metricsBase}/metrics (materializer), :${metricsBase + 1} (API), :${metricsBase + 2}… (pollers, in registry order)\n` : ''}
 Ctrl-C stops everything.
 `);

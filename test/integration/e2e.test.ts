@@ -310,6 +310,16 @@ describe('end to end: make run', () => {
     });
   });
 
+  it('operators see every service: Prometheus /metrics of the materializer, the API and a poller', async () => {
+    const scrape = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const base = port + 2_000;
+    expect(await scrape(base)).toMatch(/^materializer_consumer_lag\{/m);
+    expect(await scrape(base)).toMatch(/^materializer_batch_apply_duration_seconds_count\{/m);
+    expect(await scrape(base + 1)).toMatch(/^api_request_duration_seconds_count\{route="\/v1\/prices\/:market"/m);
+    expect(await scrape(base + 1)).toMatch(/^api_auth_failures_total\{reason="disabled"\} 1/m);
+    expect(await scrape(base + 2)).toMatch(/^poller_cycles_total\{market="cn-a"/m);
+  });
+
   it('SIGINT stops every service and exits 0', async () => {
     run.kill('SIGINT');
     const code = await new Promise<number | null>((r) => run.once('exit', (c) => r(c)));
