@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps up up-cluster down status run replay keys test test-unit test-integration bench bench-tools lint typecheck format clean
+.PHONY: help deps up up-cluster down status run replay reset-offsets keys test test-unit test-integration bench bench-tools chaos lint typecheck format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -27,7 +27,7 @@ down: ## stop exactly the processes `make up` started (data stays in .local/)
 status: ## what of the local stack is running
 	-@bash infra/local/kafka.sh status; bash infra/local/registry.sh status
 
-run: up ## the whole platform with demo data: simulator, 14 pollers, materializer, API on :8080; demo keys printed and in .local/demo-keys.json; Ctrl-C stops all
+run: up ## the whole platform with demo data: simulator, 14 pollers, materializer, API on :8080; demo keys printed and in .local/demo-keys.json; Ctrl-C stops all; refuses to start while it (or anything on its ports) runs
 	node --import tsx infra/local/run.ts
 
 keys: deps ## manage API keys: make keys ARGS='create --customer acme --plan pro' (list, disable, expire, restrict)
@@ -35,6 +35,9 @@ keys: deps ## manage API keys: make keys ARGS='create --customer acme --plan pro
 
 replay: up ## rebuild the read model from the topics (stop the materializer first); prints table checksums
 	node --import tsx services/materializer/src/replay-main.ts
+
+reset-offsets: up ## show the materializer's stored offsets against the Kafka cluster; ARGS=--yes deletes them (materializer stopped)
+	node --import tsx services/materializer/src/reset-offsets-main.ts $(ARGS)
 
 typecheck: deps ## tsc over every package, service and test
 	tsc -p tsconfig.json
@@ -59,6 +62,9 @@ bench-tools: ## nginx, wrk, curl and Chromium from Debian's packages (the benchm
 
 bench: up bench-tools ## every benchmark at full size, 3 runs each: bench/results.md and bench/results.json (about 35 min)
 	node --import tsx bench/run.ts
+
+chaos: up ## bounded fault run (~20 min): broker kill on a three-node cluster, materializer kills, upstream faults, hostile requests, the limiter, poisoned records: reliability/results.md and results.json; CHAOS_SEED=n repeats a run
+	node --import tsx reliability/run.ts
 
 test: lint test-unit test-integration ## everything CI runs: lint, unit, integration (starts the stack when needed)
 

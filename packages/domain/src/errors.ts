@@ -30,6 +30,9 @@ const CODES = {
   migration_checksum_mismatch: false,
   migration_failed: false,
   copy_failed: true,
+  // stored consumer offsets belong to another Kafka cluster, or to a log that no longer reaches
+  // them (a topic deleted and created again): applying would skip records, so an operator resets
+  offsets_mismatch: false,
   // another process holds what we need (a running materializer while replaying): retry later
   busy: true,
 } as const satisfies Record<string, boolean>;

@@ -119,6 +119,12 @@ export interface ConsumedBatch<K extends EventKind> {
   topic: string;
   partition: number;
   messages: DecodedMessage<K>[];
+  /**
+   * The partition's high watermark when the batch was fetched (the offset the next record will
+   * get). A consumer that keeps its own offsets can tell from it that a stored position is past
+   * the end of this log (another cluster, a recreated topic). @default unknown (hand-built batches)
+   */
+  highWatermark?: string;
 }
 
 export interface ConsumerOptions {
@@ -193,7 +199,12 @@ export class EventConsumer<K extends EventKind> {
             messages.push({ ...base, value: null, error: err });
           }
         }
-        await handler({ topic: batch.topic, partition: batch.partition, messages });
+        await handler({
+          topic: batch.topic,
+          partition: batch.partition,
+          messages,
+          highWatermark: batch.highWatermark,
+        });
         // A revoked partition (isStale) must not get its offset moved by a batch that finished late.
         if (!isRunning() || isStale()) return;
         const last = batch.messages.at(-1);

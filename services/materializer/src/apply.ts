@@ -11,12 +11,18 @@
  * A record PostgreSQL refuses (poison.ts) is isolated inside the same transaction and written to
  * dead_letters; the rest of the batch and the next offset commit as usual, so the partition moves
  * on and nothing after the refused record is lost.
+ *
+ * The offset row says which Kafka cluster it counts records of (offsets.ts): a row bound to
+ * another cluster stops the materializer here too, inside the lock, so a second process pointed
+ * at another cluster cannot skip records between the start-up check and its first batch.
  */
 import type { ConsumedBatch, DecodedMessage, PollCycleEvent } from '@skinprices/events';
+import type { Logger } from '@skinprices/runtime';
 import type { PoolClient } from '@skinprices/store';
 import { applyBooks, type BookKind } from './books.js';
 import { applyListings } from './listings.js';
 import { applyReadyMarkers, storeMarkers } from './markers.js';
+import { offsetsMismatchError, storedOffsetMismatch } from './offsets.js';
 import { applyIsolating, failureMessage, sqlState } from './poison.js';
 
 export type MaterializedKind = 'listing' | 'pollCycle' | BookKind;
@@ -43,6 +49,14 @@ export interface ApplyOptions {
    * started; the live materializer continues from there).
    */
   stopAt?: ReadonlyMap<string, bigint>;
+  /**
+   * The Kafka cluster id the batches come from: new offset rows are bound to it, and a row bound
+   * to another cluster throws `offsets_mismatch`. @default none: rows stay unbound (adopted by
+   * the next materializer start)
+   */
+  clusterId?: string;
+  /** Hears markers applied as PARTIAL because they could not vouch for removals. @default none */
+  logger?: Pick<Logger, 'warn'>;
 }
 
 export interface ApplyResult {
@@ -57,6 +71,13 @@ export interface ApplyResult {
   markersApplied: string[];
   /** Wall time of the derive path (applying ready poll-cycle markers), in ms. */
   deriveMs: number;
+  /**
+   * The stored next offset lies past the batch's high watermark, so the whole batch was below
+   * it and skipped. Either this log is not the one the offset counts (recreated topic) or the
+   * batch is stale (fetched before another member applied further); the caller tells the two
+   * apart with a fresh ListOffsets (offsets.ts). Absent when the batch carried no watermark.
+   */
+  pastEnd?: { nextOffset: bigint; highWatermark: bigint };
 }
 
 export async function applyBatch(
@@ -66,7 +87,11 @@ export async function applyBatch(
   options: ApplyOptions,
 ): Promise<ApplyResult> {
   const { groupId } = options;
-  const derived = { outbox: options.outbox ?? true, hourlyRetentionDays: options.hourlyRetentionDays ?? 100 };
+  const derived = {
+    outbox: options.outbox ?? true,
+    hourlyRetentionDays: options.hourlyRetentionDays ?? 100,
+    ...(options.logger ? { logger: options.logger } : {}),
+  };
   const result: ApplyResult = {
     applied: 0,
     skipped: 0,
@@ -78,16 +103,26 @@ export async function applyBatch(
   };
   await client.query('BEGIN');
   try {
+    const clusterId = options.clusterId ?? null;
     await client.query(
-      `INSERT INTO consumer_offsets (group_id, topic, partition, next_offset) VALUES ($1, $2, $3, 0)
+      `INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, cluster_id, bound_at)
+       VALUES ($1, $2, $3, 0, $4::text, CASE WHEN $4::text IS NOT NULL THEN now() END)
        ON CONFLICT DO NOTHING`,
-      [groupId, batch.topic, batch.partition],
+      [groupId, batch.topic, batch.partition, clusterId],
     );
-    const { rows } = await client.query<{ next_offset: string }>(
-      'SELECT next_offset FROM consumer_offsets WHERE group_id = $1 AND topic = $2 AND partition = $3 FOR UPDATE',
+    const { rows } = await client.query<{ next_offset: string; cluster_id: string | null }>(
+      `SELECT next_offset, cluster_id FROM consumer_offsets
+       WHERE group_id = $1 AND topic = $2 AND partition = $3 FOR UPDATE`,
       [groupId, batch.topic, batch.partition],
     );
     const next = BigInt(rows[0]?.next_offset ?? '0');
+    if (clusterId !== null) {
+      const stored = { topic: batch.topic, partition: batch.partition, nextOffset: next };
+      const foreign = storedOffsetMismatch({ ...stored, clusterId: rows[0]?.cluster_id ?? null }, clusterId, undefined);
+      if (foreign) throw offsetsMismatchError(groupId, [foreign]);
+    }
+    const hw = batch.highWatermark === undefined ? undefined : BigInt(batch.highWatermark);
+    if (hw !== undefined && hw >= 0n && next > hw) result.pastEnd = { nextOffset: next, highWatermark: hw };
     const stop = options.stopAt?.get(`${batch.topic}:${batch.partition}`);
     const fresh = batch.messages.filter(
       (m) => BigInt(m.offset) >= next && (stop === undefined || BigInt(m.offset) < stop),
@@ -109,10 +144,13 @@ export async function applyBatch(
       result.deadLetters += isolation.poisoned.length;
       result.applied = good.length - isolation.poisoned.length;
       const last = fresh.at(-1) as DecodedMessage<MaterializedKind>;
+      // A row stored before migration 0004 is bound by the first batch that moves it.
       await client.query(
-        `UPDATE consumer_offsets SET next_offset = $4, updated_at = now()
+        `UPDATE consumer_offsets SET next_offset = $4, updated_at = now(),
+           bound_at = CASE WHEN cluster_id IS NULL AND $5::text IS NOT NULL THEN now() ELSE bound_at END,
+           cluster_id = coalesce(cluster_id, $5::text)
          WHERE group_id = $1 AND topic = $2 AND partition = $3`,
-        [groupId, batch.topic, batch.partition, (BigInt(last.offset) + 1n).toString()],
+        [groupId, batch.topic, batch.partition, (BigInt(last.offset) + 1n).toString(), clusterId],
       );
     }
     const t0 = performance.now();

@@ -9,3 +9,18 @@ export { materializerConfigSchema, MIGRATIONS_DIR, type MaterializerConfig } fro
 export { replay, type ReplayOptions, type ReplayResult, type ReplayState } from './replay.js';
 export { tableChecksums, type TableChecksum } from './checksums.js';
 export { LISTING_COLUMNS, listingRow } from './listings.js';
+export {
+  clusterIdOf,
+  describeMismatch,
+  isOffsetsMismatch,
+  offsetMismatches,
+  planOffsetReset,
+  resetStoredOffsets,
+  storedOffsetMismatch,
+  verifyStoredOffsets,
+  type OffsetMismatch,
+  type ResetPlan,
+  type StoredOffset,
+} from './offsets.js';
+export { completeRemoves, vouchedOutcome, type MarkerClaims } from './markers.js';
+export { schemaLockSql } from './lock.js';

@@ -1,4 +1,5 @@
 /** Wires the materializer: config → pool, Kafka, serde → Materializer + OutboxPublisher. */
+import { AppError } from '@skinprices/domain';
 import { DailyExportScheduler, SalesExportCache } from '@skinprices/exports';
 import { createKafka, EventProducer, EventSerde } from '@skinprices/events';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
@@ -41,7 +42,20 @@ const materializer = new Materializer(
   },
   { kafka, serde, pool, logger, metrics },
 );
-await materializer.start();
+// Stored offsets that do not count this cluster's records stop the process (offsets.ts): exit 78
+// (EX_CONFIG) says an operator must act (`make replay` or `make reset-offsets`), not a restart.
+const EXIT_OFFSETS_MISMATCH = 78;
+materializer.onFatal((err) => {
+  logger.fatal({ err, details: err.details }, 'materializer stopped');
+  void shutdown.shutdown().finally(() => process.exit(EXIT_OFFSETS_MISMATCH));
+});
+try {
+  await materializer.start();
+} catch (err) {
+  logger.fatal({ err }, 'materializer did not start');
+  await shutdown.shutdown().catch(() => undefined);
+  process.exit(err instanceof AppError && err.code === 'offsets_mismatch' ? EXIT_OFFSETS_MISMATCH : 1);
+}
 shutdown.register('materializer', () => materializer.stop());
 
 if (config.PUBLISH_CHANGES) {

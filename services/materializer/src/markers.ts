@@ -8,8 +8,18 @@
  *   a PARTIAL or FAILED cycle never touches a price;
  * - moves the read model's clock and recomputes what depends on it: statistics roll into the new
  *   day, liquidity, the market-cap points of the cycle's hours, partition retention.
+ *
+ * A COMPLETE marker is applied as COMPLETE only if it can vouch for what its removals assume
+ * (`vouchedOutcome`): its end offsets, when the cycle emitted records (an empty list reads as
+ * "nothing to wait for", so its records could still be in flight and every one of them would be
+ * nulled or deleted — pollers sent such markers during a broker outage, issue 12), and at least
+ * one item seen, for a cycle whose COMPLETE removes what it did not see (an empty answer looks
+ * exactly like a failing upstream, and a failing upstream never removes anything). Otherwise it
+ * is applied as PARTIAL — freshness only, no price touched — and a warning is logged. The
+ * decision reads the marker alone, so a replay decides the same.
  */
 import type { PollCycleEvent } from '@skinprices/events';
+import type { Logger } from '@skinprices/runtime';
 import type { PoolClient } from '@skinprices/store';
 import { SNAPSHOT_TABLES } from './books.js';
 import {
@@ -31,6 +41,8 @@ const NOT_SEEN = 'cycle_id <> $3 AND observed_at < $2';
 export interface MarkerOptions {
   outbox: boolean;
   hourlyRetentionDays: number;
+  /** Hears every COMPLETE marker applied as PARTIAL, and why. @default none */
+  logger?: Pick<Logger, 'warn'>;
 }
 
 export async function storeMarkers(client: PoolClient, markers: readonly PollCycleEvent[]): Promise<void> {
@@ -68,6 +80,46 @@ interface PollCycleRow {
   finished_at: Date;
 }
 
+/** What vouchedOutcome reads of a marker. */
+export interface MarkerClaims {
+  kind: string;
+  mode: string;
+  outcome: string;
+  items_seen: number;
+  events_emitted: number;
+  /** Entries in end_offsets. */
+  end_offsets_count: number;
+}
+
+/** Whether applying the marker as COMPLETE removes what the cycle did not see. */
+export function completeRemoves(m: Pick<MarkerClaims, 'kind' | 'mode'>): boolean {
+  return (
+    ((m.kind === 'LISTINGS' || m.kind === 'BUYORDERS') && m.mode === 'FULL') || SNAPSHOT_TABLES[m.kind] !== undefined
+  );
+}
+
+/**
+ * The outcome a marker is applied with, and why it was lowered (see the top of the file). Pure.
+ * A cycle that emitted nothing needs no end offsets: none of its records can be in flight (a
+ * DELTA cycle without changes; the four markers of the outage were such). SALES and HISTORY
+ * cycles remove nothing, so seeing nothing is a quiet window, not a suspicious answer.
+ */
+export function vouchedOutcome(m: MarkerClaims): { outcome: string; reason?: string } {
+  if (m.outcome !== 'COMPLETE') return { outcome: m.outcome };
+  if (m.events_emitted > 0 && m.end_offsets_count === 0)
+    return {
+      outcome: 'PARTIAL',
+      reason: `no end offsets for a cycle that emitted ${m.events_emitted} records: they may still be in flight`,
+    };
+  if (m.items_seen === 0 && completeRemoves(m))
+    return {
+      outcome: 'PARTIAL',
+      reason:
+        'a cycle that saw no items cannot vouch for removing every row (an empty answer looks like a failing upstream)',
+    };
+  return { outcome: 'COMPLETE' };
+}
+
 /** Applies every stored marker whose data has been consumed; returns their cycle ids. */
 export async function applyReadyMarkers(
   client: PoolClient,
@@ -88,13 +140,36 @@ export async function applyReadyMarkers(
   const applied: PollCycleRow[] = [];
   for (const { cycle_id } of rows) {
     // The row lock makes a marker apply once even if two transactions find it ready.
-    const claim = await client.query<PollCycleRow>(
+    const claim = await client.query<PollCycleRow & MarkerClaims>(
       `UPDATE poll_cycles SET applied_at = now() WHERE cycle_id = $1 AND applied_at IS NULL
-       RETURNING cycle_id, market, kind, mode, outcome, started_at, finished_at`,
+       RETURNING cycle_id, market, kind, mode, outcome, started_at, finished_at, items_seen, events_emitted,
+                 jsonb_array_length(end_offsets) AS end_offsets_count`,
       [cycle_id],
     );
-    const m = claim.rows[0];
-    if (!m) continue;
+    const claimed = claim.rows[0];
+    if (!claimed) continue;
+    const vouched = vouchedOutcome(claimed);
+    if (vouched.reason)
+      options.logger?.warn(
+        {
+          cycle: claimed.cycle_id,
+          market: claimed.market,
+          kind: claimed.kind,
+          mode: claimed.mode,
+          reason: vouched.reason,
+        },
+        'COMPLETE marker applied as PARTIAL: nothing removed, freshness only',
+      );
+    // From here on the marker is what it could vouch for: freshness, removals and the market cap.
+    const m: PollCycleRow = {
+      cycle_id: claimed.cycle_id,
+      market: claimed.market,
+      kind: claimed.kind,
+      mode: claimed.mode,
+      outcome: vouched.outcome,
+      started_at: claimed.started_at,
+      finished_at: claimed.finished_at,
+    };
     await updateFreshness(client, m);
     if (m.outcome === 'COMPLETE') await applyComplete(client, m, options);
     applied.push(m);

@@ -3,11 +3,20 @@
  * orders, sales, the store's book, history, poll-cycle markers) and applies each batch in one
  * PostgreSQL transaction with its offsets (see apply.ts).
  *
- *   created ──start()──▶ migrating ──▶ consuming ──stop()──▶ stopping ──▶ stopped
- *                                         │  ▲
- *                              batch fails│  │retry after backoff (kafkajs re-delivers the batch)
- *                                         ▼  │
- *                                       erroring
+ *   created ──start()──▶ migrating ──▶ verifying ──▶ consuming ──stop()──▶ stopping ──▶ stopped
+ *                                         │           │  ▲
+ *                                         │ batch fails│  │retry after backoff (kafkajs re-delivers the batch)
+ *                                         │           ▼  │
+ *                                         │         erroring
+ *                                         ▼           │
+ *                   offsets_mismatch ──▶ failed ◀─────┘ (stopped; start() rejects, or onFatal hears it)
+ *
+ * verifying: the stored offsets are compared with the Kafka cluster before anything is consumed
+ * (offsets.ts): a row bound to another cluster, or a next offset past its partition's end, would
+ * silently skip records, so the materializer refuses to start with a non-retryable
+ * `offsets_mismatch` naming each row. Rows stored before migration 0004 are adopted (bound to
+ * this cluster) if they fit. The same check runs on every partition assignment before the
+ * assignment's first batch, and each batch's transaction refuses a row bound to another cluster.
  *
  * A batch refused for a record's content never reaches `erroring`: the record is isolated and
  * dead-lettered inside the batch's transaction (poison.ts) and the partition moves on. Only
@@ -18,16 +27,19 @@
  * transaction commits, and not at all for a partition revoked meanwhile (the consumer helper
  * checks isStale): the new owner starts from PostgreSQL's offsets either way.
  */
+import type { AppError } from '@skinprices/domain';
 import { EventConsumer, topicFor, type EventSerde, type TopicCodec } from '@skinprices/events';
 import type { Logger } from '@skinprices/runtime';
 import { migrate, type Pool, type PoolClient } from '@skinprices/store';
-import type { Kafka } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
 import { schemaLockSql } from './lock.js';
 import { applyBatch, MATERIALIZED_KINDS, type ApplyResult, type MaterializedKind } from './apply.js';
 import { Heartbeat } from './heartbeat.js';
 import type { MaterializerMetrics } from './metrics.js';
+import { clusterIdOf, isOffsetsMismatch, verifyStoredOffsets } from './offsets.js';
 
-export type MaterializerState = 'created' | 'migrating' | 'consuming' | 'erroring' | 'stopping' | 'stopped';
+export type MaterializerState =
+  'created' | 'migrating' | 'verifying' | 'consuming' | 'erroring' | 'stopping' | 'stopped' | 'failed';
 
 export interface MaterializerOptions {
   groupId: string;
@@ -60,6 +72,13 @@ export class Materializer {
   private assignment: Record<string, number[]> | undefined;
   private kafkaMemberId: string | undefined;
   private lastBatchAt: Date | undefined;
+  private admin: Admin | undefined;
+  private clusterId: string | undefined;
+  /** The check of the current assignment's stored offsets; every batch waits for it. */
+  private verifying: Promise<void> = Promise.resolve();
+  private readonly fatalListeners = new Set<(err: AppError) => void>();
+  /** Why the materializer stopped by itself (state `failed`). */
+  failure: AppError | undefined;
 
   constructor(
     private readonly options: MaterializerOptions,
@@ -83,6 +102,16 @@ export class Materializer {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Hears the error that stopped a running materializer by itself (stored offsets that turned
+   * out not to match the cluster on an assignment or a batch); the process should exit non-zero.
+   * A mismatch found by start() rejects start() instead.
+   */
+  onFatal(listener: (err: AppError) => void): () => void {
+    this.fatalListeners.add(listener);
+    return () => this.fatalListeners.delete(listener);
+  }
+
   async start(): Promise<void> {
     const { pool, serde, kafka, logger, metrics } = this.deps;
     // Held for the process's lifetime; a running replay holds it exclusively, and we wait for it.
@@ -98,6 +127,21 @@ export class Materializer {
       codecs.push(codec as TopicCodec<MaterializedKind>);
       kindOf.set(codec.topic, kind);
     }
+    this.state = 'verifying';
+    try {
+      this.admin = kafka.admin();
+      await this.admin.connect();
+      this.clusterId = await clusterIdOf(this.admin);
+      // Every stored partition of every topic consumed, before the consumer exists: nothing is
+      // fetched, let alone skipped, until the offsets are known to count this cluster's records.
+      await this.verify(Object.fromEntries([...kindOf.keys()].map((t) => [t, []])));
+    } catch (err) {
+      await this.release();
+      this.state = isOffsetsMismatch(err) ? 'failed' : 'stopped';
+      if (isOffsetsMismatch(err)) this.failure = err;
+      throw err;
+    }
+    const clusterId = this.clusterId;
     this.consumer = new EventConsumer(kafka, codecs, {
       groupId: this.options.groupId,
       fromBeginning: true,
@@ -107,6 +151,14 @@ export class Materializer {
     raw.on(raw.events.GROUP_JOIN, ({ payload }) => {
       this.assignment = payload.memberAssignment;
       this.kafkaMemberId = payload.memberId;
+      // Emitted after the group's sync, before the first fetch of the new assignment: every batch
+      // awaits this check, so no partition of the assignment is applied before its offsets are.
+      // A mismatch stops the materializer even if no batch comes; other failures (Kafka or
+      // PostgreSQL away) are retried by the next batch (assignmentVerified).
+      this.verifying = this.verify(assigned(payload.memberAssignment));
+      this.verifying.catch((err: unknown) => {
+        if (isOffsetsMismatch(err)) this.fail(err);
+      });
     });
     for (const topic of kindOf.keys())
       for (const reason of ['decode', 'sql']) metrics?.deadLetters.inc({ topic, reason }, 0);
@@ -132,14 +184,25 @@ export class Materializer {
       groupId: this.options.groupId,
       outbox: this.options.outbox ?? true,
       hourlyRetentionDays: this.options.hourlyRetentionDays ?? 100,
+      clusterId,
+      logger,
       ...(this.options.stopAt ? { stopAt: this.options.stopAt } : {}),
     };
     this.state = 'consuming';
     await this.consumer.start(async (batch) => {
+      // Stopped for good: throwing keeps kafkajs from resolving (and committing) the batch while
+      // stop() disconnects.
+      if (this.failure) throw this.failure;
       const t0 = performance.now();
-      const client = await pool.connect();
+      let client: PoolClient | undefined;
       try {
+        await this.assignmentVerified();
+        client = await pool.connect();
         const result = await applyBatch(client, kindOf.get(batch.topic) as MaterializedKind, batch, applyOptions);
+        // The whole batch lay below the stored offset and past the end Kafka reported with it:
+        // a stale batch, or a log that is not the one the offset counts. A fresh ListOffsets
+        // tells which before the batch is resolved.
+        if (result.pastEnd) await this.verify({ [batch.topic]: [batch.partition] });
         if (this.state === 'erroring') this.state = 'consuming';
         const report = { ...result, topic: batch.topic, partition: batch.partition, ms: performance.now() - t0 };
         this.lastBatchAt = new Date();
@@ -156,15 +219,75 @@ export class Materializer {
             'records sent to dead_letters',
           );
       } catch (err) {
+        if (isOffsetsMismatch(err)) {
+          this.fail(err);
+          throw err;
+        }
         // Throwing makes kafkajs retry the batch (with its backoff); nothing was committed.
         metrics?.batchesFailed.inc({ topic: batch.topic });
         this.state = 'erroring';
         logger.warn({ err, topic: batch.topic, partition: batch.partition }, 'batch failed; will be retried');
         throw err;
       } finally {
-        client.release();
+        client?.release();
       }
     });
+  }
+
+  /** Checks the stored offsets of `scope` (topic → partitions; [] = all stored) against the cluster. */
+  private async verify(scope: Readonly<Record<string, readonly number[]>>): Promise<void> {
+    const { pool, logger } = this.deps;
+    if (!this.admin || !this.clusterId) return;
+    const { checked, adopted } = await verifyStoredOffsets(pool, this.admin, {
+      groupId: this.options.groupId,
+      clusterId: this.clusterId,
+      scope,
+    });
+    if (adopted > 0)
+      logger.info(
+        { adopted, checked, cluster: this.clusterId },
+        'stored offsets without a cluster id (from before migration 0004) adopted by this cluster',
+      );
+  }
+
+  /**
+   * Waits for the current assignment's check. A check that failed for a passing reason (Kafka or
+   * PostgreSQL away) starts again and fails this batch, which kafkajs retries after its backoff.
+   */
+  private async assignmentVerified(): Promise<void> {
+    try {
+      await this.verifying;
+    } catch (err) {
+      if (!isOffsetsMismatch(err)) {
+        const assignment = this.assignment;
+        this.verifying = assignment ? this.verify(assigned(assignment)) : Promise.resolve();
+        this.verifying.catch(() => undefined);
+      }
+      throw err;
+    }
+  }
+
+  /** Stops the materializer for good and tells onFatal listeners (once). */
+  private fail(err: AppError): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.deps.logger.error({ err, details: err.details }, 'stored offsets do not match the Kafka cluster: stopping');
+    // Not awaited: stop() waits for the running batch, which is the caller.
+    void this.stop()
+      .catch((stopErr: unknown) => this.deps.logger.warn({ err: stopErr }, 'stopping after the mismatch failed'))
+      .finally(() => {
+        this.state = 'failed';
+        for (const l of this.fatalListeners) l(err);
+      });
+  }
+
+  /** Lets go of the admin client and the schema lock (start() failed, or stop()). */
+  private async release(): Promise<void> {
+    await this.admin?.disconnect().catch(() => undefined);
+    this.admin = undefined;
+    await this.lock?.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
+    this.lock?.release();
+    this.lock = undefined;
   }
 
   private record(r: BatchReport): void {
@@ -188,9 +311,12 @@ export class Materializer {
     await this.heartbeat?.stop();
     this.heartbeat = undefined;
     await this.consumer?.stop();
-    await this.lock?.query('SELECT pg_advisory_unlock_all()').catch(() => undefined);
-    this.lock?.release();
-    this.lock = undefined;
-    this.state = 'stopped';
+    await this.release();
+    this.state = this.failure ? 'failed' : 'stopped';
   }
+}
+
+/** The topics of an assignment that hold partitions (in a scope, an empty list means every one). */
+function assigned(assignment: Readonly<Record<string, readonly number[]>>): Record<string, readonly number[]> {
+  return Object.fromEntries(Object.entries(assignment).filter(([, partitions]) => partitions.length > 0));
 }

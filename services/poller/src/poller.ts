@@ -12,7 +12,8 @@
  * A cycle pages through the upstream, normalises rows, drops duplicates, produces keyed events
  * (all rows on a FULL cycle, only changed rows on a DELTA cycle, explicit removals when the
  * cycle saw everything), and ends with a poll-cycles.v1 marker saying COMPLETE, PARTIAL or
- * FAILED. A cycle that was not complete and clean never removes or zeroes anything.
+ * FAILED. A cycle that was not complete and clean never removes or zeroes anything, and a marker
+ * says COMPLETE only with the data topic's end offsets attached (cycle-end.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, DAY_MS, type Capability, type Market } from '@skinprices/domain';
@@ -35,7 +36,8 @@ import {
   type UpstreamClient,
 } from '@skinprices/marketplaces';
 import type { Logger } from '@skinprices/runtime';
-import type { Admin } from 'kafkajs';
+import type { Admin, RecordMetadata } from 'kafkajs';
+import { cycleOutcome, endOffsetsFrom, removalsAllowed, type EndOffsets } from './cycle-end.js';
 import { DATA_KIND, DELTA_KINDS, EVENT_OF, removalOf, rowKey, toEvent } from './events.js';
 import type { PollerMetrics } from './metrics.js';
 import { CircuitBreaker, RateLimiter, withRetry } from './resilience.js';
@@ -70,6 +72,11 @@ export interface PollerOptions {
   salesLookbackMs: number;
   /** Days of history imported on the first run. */
   historyBackfillDays: number;
+  /**
+   * Fetches of the data topic's end offsets before a COMPLETE cycle is marked PARTIAL for want of
+   * them (each already retried by kafkajs; backoff as for upstream requests). @default 3
+   */
+  endOffsetAttempts?: number;
 }
 
 export interface PollerDeps {
@@ -239,6 +246,16 @@ export class Poller {
 
     const codec = await this.codec(kind);
     const seen = new Map<string, Emitted>();
+    /** Per partition of the data topic, the highest offset a send of this cycle was given. */
+    const produced = new Map<number, bigint>();
+    const wrote = (metadata: readonly RecordMetadata[]): void => {
+      for (const m of metadata) {
+        const at = m.baseOffset ?? m.offset;
+        if (m.topicName !== codec.topic || at === undefined) continue;
+        const before = produced.get(m.partition);
+        if (before === undefined || BigInt(at) > before) produced.set(m.partition, BigInt(at));
+      }
+    };
     let emitted = 0;
     let rejected = 0;
     let duplicates = 0;
@@ -297,6 +314,7 @@ export class Poller {
         }
         if (out.length > 0) {
           const res = await producer.send(codec, out);
+          wrote(res.metadata);
           emitted += res.sent;
           rejected += res.rejected.length;
           metrics.events.inc(labels, res.sent);
@@ -310,8 +328,10 @@ export class Poller {
     }
 
     // Removals only from a cycle that saw the whole upstream and refused nothing: an item
-    // missing from a broken or partial answer may well still be listed.
-    if (!error && rejected === 0 && delta) {
+    // missing from a broken or partial answer may well still be listed. An answer with no item
+    // at all, after earlier ones had some, is such an answer however clean it looks.
+    const emptied = delta && !error && seen.size === 0 && job.last.size > 0;
+    if (delta && removalsAllowed({ error: error ? describe(error) : null, rejected, emptied })) {
       const gone = [...job.last.entries()].filter(([k]) => !seen.has(k));
       const removals = gone.map(([, e]) =>
         toEvent(kind, market, removalOf(kind, e.row), client.upstreamNow(), cycleId),
@@ -319,6 +339,7 @@ export class Poller {
       try {
         if (removals.length > 0) {
           const res = await producer.send(codec, removals);
+          wrote(res.metadata);
           emitted += res.sent;
           metrics.events.inc(labels, res.sent);
         }
@@ -329,13 +350,15 @@ export class Poller {
     }
     this.advanceWindows(job, kind, seen, error);
 
-    const outcome: PollCycleEvent['outcome'] = error
-      ? seen.size > 0
-        ? 'PARTIAL'
-        : 'FAILED'
-      : rejected > 0
-        ? 'PARTIAL'
-        : 'COMPLETE';
+    const facts = { error: error ? describe(error) : null, seen: seen.size, rejected, emptied, endOffsets: null };
+    // Only a cycle that would be COMPLETE waits for end offsets (retries): the others remove
+    // nothing, so their markers only say how fresh the marketplace is.
+    const ends = await this.endOffsets(
+      codec.topic,
+      produced,
+      cycleOutcome(facts).outcome === 'COMPLETE' ? (this.options.endOffsetAttempts ?? 3) : 1,
+    );
+    const { outcome, error: problem } = cycleOutcome({ ...facts, endOffsets: ends.ok ? null : ends.reason });
     if (full && outcome === 'COMPLETE') job.fullDay = day;
     const marker: PollCycleEvent = {
       market: market.slug,
@@ -347,9 +370,9 @@ export class Poller {
       items_seen: seen.size,
       events_emitted: emitted,
       outcome,
-      error: error ? describe(error) : rejected > 0 ? `${rejected} upstream rows refused` : null,
+      error: problem,
       data_topic: codec.topic,
-      end_offsets: await this.endOffsets(codec.topic),
+      end_offsets: ends.offsets,
     };
     await this.sendMarker(marker);
     timer();
@@ -411,18 +434,28 @@ export class Poller {
 
   /**
    * The data topic's high watermarks after the cycle's last send (acks=all): offsets the
-   * consumer must have read before it applies this cycle's end.
+   * consumer must have read before it applies this cycle's end (cycle-end.ts). Up to `attempts`
+   * fetches, each bounded by kafkajs' own retries; then the marker goes without, and
+   * cycleOutcome makes a cycle that would have been COMPLETE a PARTIAL one.
    */
-  private async endOffsets(topic: string): Promise<{ partition: number; offset: number }[]> {
-    try {
-      const offsets = await this.deps.admin.fetchTopicOffsets(topic);
-      return offsets
-        .filter((o) => Number(o.high) > 0)
-        .map((o) => ({ partition: o.partition, offset: Number(o.high) - 1 }));
-    } catch (err) {
-      this.deps.logger.warn({ err, topic }, 'could not read end offsets; marker goes without');
-      return [];
+  private async endOffsets(
+    topic: string,
+    produced: ReadonlyMap<number, bigint>,
+    attempts: number,
+  ): Promise<EndOffsets> {
+    let last: EndOffsets = { ok: false, reason: 'not fetched', offsets: [] };
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      if (attempt > 1)
+        await sleep(Math.min(this.options.backoffMaxMs, this.options.backoffBaseMs * 2 ** (attempt - 2)));
+      try {
+        last = endOffsetsFrom(await this.deps.admin.fetchTopicOffsets(topic), produced);
+      } catch (err) {
+        last = { ok: false, reason: `fetching them failed: ${describe(err)}`, offsets: [] };
+      }
+      if (last.ok) return last;
+      this.deps.logger.warn({ topic, attempt, attempts, reason: last.reason }, 'could not read end offsets');
     }
+    return last;
   }
 
   private async sendMarker(marker: PollCycleEvent): Promise<void> {

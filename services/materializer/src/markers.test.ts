@@ -1,0 +1,66 @@
+/**
+ * Markers that cannot lie, the consumer's half. Root cause (issue 12): during a broker outage
+ * pollers sent COMPLETE markers with empty end_offsets, and the materializer read an empty list
+ * as "already consumed": for a FULL cycle it would have nulled every row whose record was still
+ * in flight, and published phantom removals.
+ */
+import { describe, expect, it } from 'vitest';
+import { completeRemoves, vouchedOutcome, type MarkerClaims } from './markers.js';
+
+const full: MarkerClaims = {
+  kind: 'LISTINGS',
+  mode: 'FULL',
+  outcome: 'COMPLETE',
+  items_seen: 35_012,
+  events_emitted: 35_012,
+  end_offsets_count: 6,
+};
+
+describe('vouchedOutcome', () => {
+  it('a complete cycle with its end offsets is applied as COMPLETE', () => {
+    expect(vouchedOutcome(full)).toEqual({ outcome: 'COMPLETE' });
+  });
+
+  it('a COMPLETE marker without end offsets for a cycle that emitted records is applied as PARTIAL', () => {
+    for (const kind of ['LISTINGS', 'BUYORDERS', 'FLOAT_RANGED', 'SALES'])
+      expect(vouchedOutcome({ ...full, kind, end_offsets_count: 0 })).toMatchObject({
+        outcome: 'PARTIAL',
+        reason: expect.stringContaining('no end offsets for a cycle that emitted 35012 records'),
+      });
+    expect(vouchedOutcome({ ...full, mode: 'DELTA', events_emitted: 3, end_offsets_count: 0 }).outcome).toBe('PARTIAL');
+  });
+
+  it('a cycle that emitted nothing needs no end offsets (the outage markers: DELTA, no changes)', () => {
+    expect(vouchedOutcome({ ...full, mode: 'DELTA', events_emitted: 0, end_offsets_count: 0 })).toEqual({
+      outcome: 'COMPLETE',
+    });
+  });
+
+  it('a cycle whose COMPLETE removes what it did not see must have seen something', () => {
+    const empty = { ...full, items_seen: 0, events_emitted: 0 };
+    for (const kind of ['LISTINGS', 'BUYORDERS', 'FLOAT_RANGED', 'FLOAT_BUYORDERS', 'ORDER_BOOK'])
+      expect(vouchedOutcome({ ...empty, kind })).toMatchObject({
+        outcome: 'PARTIAL',
+        reason: expect.stringContaining('saw no items'),
+      });
+    // DELTA cycles and happenings remove nothing: a quiet window is COMPLETE.
+    expect(vouchedOutcome({ ...empty, mode: 'DELTA' }).outcome).toBe('COMPLETE');
+    expect(vouchedOutcome({ ...empty, kind: 'SALES' }).outcome).toBe('COMPLETE');
+    expect(vouchedOutcome({ ...empty, kind: 'HISTORY' }).outcome).toBe('COMPLETE');
+  });
+
+  it('PARTIAL and FAILED stay as they are', () => {
+    expect(vouchedOutcome({ ...full, outcome: 'PARTIAL', end_offsets_count: 0 })).toEqual({ outcome: 'PARTIAL' });
+    expect(vouchedOutcome({ ...full, outcome: 'FAILED', items_seen: 0 })).toEqual({ outcome: 'FAILED' });
+  });
+});
+
+describe('completeRemoves', () => {
+  it('FULL listings and buy orders, and every snapshot kind', () => {
+    expect(completeRemoves({ kind: 'LISTINGS', mode: 'FULL' })).toBe(true);
+    expect(completeRemoves({ kind: 'LISTINGS', mode: 'DELTA' })).toBe(false);
+    expect(completeRemoves({ kind: 'BUYORDERS', mode: 'FULL' })).toBe(true);
+    expect(completeRemoves({ kind: 'ORDER_BOOK', mode: 'FULL' })).toBe(true);
+    expect(completeRemoves({ kind: 'SALES', mode: 'FULL' })).toBe(false);
+  });
+});
