@@ -21,9 +21,11 @@ import { ApiError, badParameter } from './errors.js';
 import type { ApiKey, KeyStore } from './keys.js';
 import { FailedAuthLimiter, type RateLimiter } from './limits.js';
 import { ApiMetrics } from './metrics.js';
-import { openApiDocument, docsPage } from './openapi.js';
+import { openApiDocument } from './openapi.js';
+import { registerReference } from './pages/reference.js';
+import { keyFromCookie, registerStatusPage } from './pages/status-page.js';
 import { planFor, planIncludes, type EndpointId } from './plans.js';
-import { statusReport, type StatusOptions } from './status.js';
+import { loadStatus, type StatusOptions } from './status.js';
 import type { ReadModel } from './readmodel.js';
 
 /** Marketplaces of GET /v1/prices/{market} (spec 4.1). */
@@ -85,7 +87,7 @@ function presentedKey(req: FastifyRequest): string | undefined {
   if (typeof header === 'string' && header.trim()) return header.trim();
   const auth = req.headers.authorization;
   const m = auth ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
-  return m?.[1];
+  return m?.[1] ?? keyFromCookie(req);
 }
 
 /** Comma-separated or repeated `markets`, each a known slug among `allowed`. */
@@ -299,9 +301,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const key = (req: FastifyRequest) => req.apiKey as ApiKey;
   const q = (req: FastifyRequest) => req.query as Record<string, unknown>;
 
-  // ---- documentation: no key -------------------------------------------------------------------
+  // ---- documentation: no key; the status page (pages/) -----------------------------------------
   app.get('/openapi.json', async () => openApiDocument());
-  app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(docsPage()));
+  registerReference(app);
+  registerStatusPage(app, { read: deps.read, status: deps.status });
 
   // ---- 4.1 listings of one marketplace ------------------------------------------------------------
   app.get<{ Params: { market: string } }>(
@@ -389,6 +392,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       const points = await answers.get(`history\u0000${market}\u0000${name}\u0000${phase}\u0000${resolution}`, () =>
         deps.read.history(market, name, phase, resolution),
       );
+      // No points: a typo must not look like "no data". Only a name never seen is a 404.
+      if (points === '[]' && (await answers.get(`known\u0000${name}`, () => deps.read.knowsItem(name))) === 'false')
+        throw new ApiError(404, 'not_found', `no item named '${name}' was ever listed or imported (names are exact)`);
       const head = {
         market,
         currency: getMarket(market).currency,
@@ -511,14 +517,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   // ---- status (beyond the spec) -------------------------------------------------------------------------
   app.get('/v1/status', { config: { endpoint: 'GET /v1/status' } }, async (req, reply) => {
-    const [now, dataTime, freshness, materializers, deadLetters] = await Promise.all([
-      deps.read.dbNow(),
-      deps.read.clock(),
-      deps.read.freshness(),
-      deps.read.materializers(),
-      deps.read.deadLetters(),
-    ]);
-    const report = statusReport({ now, dataTime, freshness, materializers, deadLetters }, deps.status);
+    const report = await loadStatus(deps.read, deps.status);
     return reply.header('cache-control', 'no-cache').send({
       ...report,
       requestor: key(req).customer,

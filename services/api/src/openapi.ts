@@ -1,6 +1,7 @@
 /**
- * The OpenAPI 3.1 document (GET /openapi.json) and a readable page (GET /docs), both without a
- * key. Shapes the spec leaves open ("not shown") are designed here and published as such.
+ * The OpenAPI 3.1 document (GET /openapi.json, rendered interactively at GET /docs by
+ * pages/reference.ts) and a static table of the endpoints (GET /docs/plain), all without a key.
+ * Shapes the spec leaves open ("not shown") are designed here and published as such.
  */
 import { ENDPOINTS, planFor, type EndpointId } from './plans.js';
 
@@ -367,7 +368,12 @@ export function openApiDocument(): object {
             ],
             ['401', 'key missing, invalid, disabled or expired'],
             ['403', 'plan or endpoint ACL does not include this endpoint'],
-            ['404', 'unknown marketplace or route'],
+            [
+              '404',
+              id === 'GET /v1/prices/{market}/history'
+                ? 'unknown marketplace or route, or an item never listed nor imported (an item that was, but has no points here, is a 200 with no points)'
+                : 'unknown marketplace or route',
+            ],
             ['405', 'method not allowed; Allow lists the methods'],
             ...(op.body
               ? [

@@ -2,11 +2,15 @@
  * Queries of the read model, shaped as the spec's rows (section 2). Decimal values stay strings
  * from PostgreSQL `numeric` to JSON; stattrak/souvenir are 0/1; times are `…sssZ` strings.
  */
-import { catalogueKey, templateIdFieldName, type MarketSlug, type PhaseOrNone } from '@skinprices/domain';
+import { catalogueKey, MARKETS, templateIdFieldName, type MarketSlug, type PhaseOrNone } from '@skinprices/domain';
 import type { Pool } from '@skinprices/store';
 import { CatalogueShard } from './catalogue.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+/** Marketplaces with daily closes in listing_daily (listing ones and the history-only one). */
+const DAILY_MARKETS: readonly string[] = MARKETS.filter(
+  (m) => m.capabilities.includes('listings') || m.capabilities.includes('history'),
+).map((m) => m.slug);
 const bit = (b: boolean): 0 | 1 => (b ? 1 : 0);
 
 interface ListingRow {
@@ -209,6 +213,22 @@ export class ReadModel {
       [market, name, phase],
     );
     return rows.map((r) => ({ time: r.hour.toISOString(), price: r.price, count: r.count }));
+  }
+
+  /**
+   * Whether the read model has ever seen an item of this name (any phase, any marketplace): listed
+   * now or once (item_markets keeps every item ever priced), or with a daily close anywhere (the
+   * history-only marketplace imports closes of items nobody lists). Index lookups only; history
+   * asks it only when it found no points, to tell a typo (404) from a quiet item.
+   */
+  async knowsItem(name: string): Promise<boolean> {
+    const { rows } = await this.pool.query<{ known: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM listings_current WHERE market_hash_name = $1)
+           OR EXISTS (SELECT 1 FROM item_markets WHERE market_hash_name = $1)
+           OR EXISTS (SELECT 1 FROM listing_daily WHERE market = ANY($2) AND market_hash_name = $1) AS known`,
+      [name, DAILY_MARKETS],
+    );
+    return rows[0]?.known === true;
   }
 
   async store(market: string, name?: string): Promise<Record<string, unknown>[]> {

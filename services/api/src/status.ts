@@ -14,7 +14,7 @@
  *   hung consumer, or pollers that stopped).
  */
 import { getMarket, isMarketSlug, refreshIntervalMs } from '@skinprices/domain';
-import type { FreshnessRow, MaterializerRow } from './readmodel.js';
+import type { FreshnessRow, MaterializerRow, ReadModel } from './readmodel.js';
 
 export interface StatusOptions {
   /** Added to twice the refresh interval before a kind counts as stale. @default 60000 */
@@ -120,4 +120,21 @@ export function statusReport(input: StatusInputs, o: StatusOptions = DEFAULT_STA
     stale_count: stale.length,
     markets,
   };
+}
+
+export type StatusReport = ReturnType<typeof statusReport>;
+
+/** Reads what the report needs from the read model (one query each, concurrently) and builds it. */
+export async function loadStatus(
+  read: Pick<ReadModel, 'dbNow' | 'clock' | 'freshness' | 'materializers' | 'deadLetters'>,
+  o: StatusOptions = DEFAULT_STATUS_OPTIONS,
+): Promise<StatusReport> {
+  const [now, dataTime, freshness, materializers, deadLetters] = await Promise.all([
+    read.dbNow(),
+    read.clock(),
+    read.freshness(),
+    read.materializers(),
+    read.deadLetters(),
+  ]);
+  return statusReport({ now, dataTime, freshness, materializers, deadLetters }, o);
 }
