@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, ReadModel } from '@skinprices/api';
+import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, parsePayload, ReadModel } from '@skinprices/api';
 import { SalesExportCache } from '@skinprices/exports';
 import { createLogger } from '@skinprices/runtime';
 import { migrate, type Pool } from '@skinprices/store';
@@ -35,6 +35,7 @@ describe('/v1/status on a real pipeline', () => {
   let sim: Sim;
   let suffix: string;
   let pool: Pool;
+  let schema: string;
   let app: FastifyInstance;
   let key: string;
   let child: ChildProcess;
@@ -45,6 +46,7 @@ describe('/v1/status on a real pipeline', () => {
     suffix = await projectTopics(stack);
     const read = await stack.schema();
     pool = read.pool;
+    schema = read.name;
     child = spawn(process.execPath, ['--import', 'tsx', 'services/materializer/src/main.ts'], {
       env: {
         ...process.env,
@@ -112,8 +114,19 @@ describe('/v1/status on a real pipeline', () => {
   it('a complete cycle is fresh on the wall clock, and the live materializer is reported with its lag', async () => {
     // The materializer migrates the schema; wait for its first heartbeat.
     await until('heartbeat', (s) => s.pipeline.materializers.some((m) => m.alive), 60_000);
+    // Every commit's NOTIFY names what it touched, so the API rebuilds only those bodies.
+    const listener = await pool.connect();
+    const payloads: string[] = [];
+    listener.on('notification', (msg) => payloads.push(msg.payload ?? ''));
+    await listener.query('LISTEN skinprices_readmodel');
     const { poller } = await startPoller(stack, sim, 'cn-a', suffix);
     await untilApplied(pool, (await poller.runOnce('LISTINGS')).marker.cycle_id, 60_000);
+    await sleep(200);
+    await listener.query('UNLISTEN *');
+    listener.release();
+    const tags = new Set(payloads.flatMap((p) => parsePayload(p).tags ?? ['untagged']));
+    expect(payloads.every((p) => parsePayload(p).schema === schema)).toBe(true);
+    expect([...tags].sort()).toEqual(['derived', 'listing:cn-a']);
     // The heartbeat measures lag on its own beat, so the first one after the batch may still count it.
     const { s } = await until(
       'lag 0 measured after the batch',

@@ -54,7 +54,11 @@ export interface AppDeps {
   limiter: RateLimiter;
   read: ReadModel;
   exports: SalesExportCache;
-  version: () => number;
+  /**
+   * The read model's version: of what `deps` names (tags such as `listing:cn-a`, see
+   * ReadModelVersion), or of everything without `deps`. A constant serves tests that never rebuild.
+   */
+  version: (deps?: readonly string[]) => number;
   logger: Logger;
   /** When /v1/status calls data stale and the pipeline down or stalled. @default DEFAULT_STATUS_OPTIONS */
   status?: StatusOptions;
@@ -166,6 +170,24 @@ const sendJson = (reply: FastifyReply, json: string | Buffer) =>
 const envelopeTail = (key: ApiKey, source: string | undefined, at: number) =>
   `${source === undefined ? '' : `,"source":${JSON.stringify(source)}`},"requestor":${JSON.stringify(key.customer)},"plan":${JSON.stringify(key.plan)},"timestamp":${JSON.stringify(new Date(at).toISOString())}}`;
 
+const listingTag = (market: string) => `listing:${market}`;
+const FLOAT_RANGED_MARKETS = MARKETS.filter((m) => m.capabilities.includes('floatRanged')).map((m) => m.slug);
+
+/**
+ * The read-model tags a cached body (by its cache name) is built from; the materializer names the
+ * same tags (`<event kind>:<market>`) in the NOTIFY of every commit that changed them.
+ */
+export function bodyDeps(name: string): readonly string[] | undefined {
+  const colon = name.indexOf(':');
+  const [what, arg] = colon < 0 ? [name, ''] : [name.slice(0, colon), name.slice(colon + 1)];
+  if (what === 'prices') return [listingTag(arg)];
+  if (what === 'buyorders') return [`buyorder:${arg}`];
+  if (what === 'latest') return arg.split(',').map(listingTag);
+  if (what === 'float-ranged') return (arg === '*' ? FLOAT_RANGED_MARKETS : [arg]).map((m) => `floatRanged:${m}`);
+  if (what === 'store') return [listingTag(STORE), `orderBook:${STORE}`];
+  return undefined;
+}
+
 /** A thrown error that is not one of ours: Fastify's own 4xx, PostgreSQL away or not ready, or a bug. */
 function asApiError(err: unknown): ApiError {
   const status = (err as { statusCode?: number }).statusCode ?? 500;
@@ -210,10 +232,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const failedAuth = deps.failedAuth ?? new FailedAuthLimiter();
   const clock = deps.clock ?? Date.now;
   const metrics = deps.metrics ?? new ApiMetrics();
-  const bodies = new BodyCache(deps.version);
-  const answers = new AnswerCache(deps.version);
+  // Each cached body depends on the tables of one or a few marketplaces: it is rebuilt when a
+  // commit touched those (or cycle markers touched everything), not on every commit of any one.
+  const bodies = new BodyCache((name) => deps.version(bodyDeps(name)));
+  const answers = new AnswerCache(() => deps.version());
   // Per marketplace and for all of them combined, the catalogue of the current read-model version.
-  const catalogues = new VersionedCache<CatalogueShard>(deps.version);
+  const catalogues = new VersionedCache<CatalogueShard>((name) =>
+    deps.version((name === '*' ? CATALOGUE_MARKETS : [name]).map(listingTag)),
+  );
   metrics.watchCaches({ bodies, answers, catalogues });
   const shardsOf = (markets: readonly MarketSlug[]) =>
     Promise.all(

@@ -101,6 +101,9 @@ export function inflateHead(body: Body): InflateRaw {
  * most every `minAgeMs`: a burst of batches must not rebuild megabytes per batch. Single-flight
  * per name; while a rebuild runs, the previous value is served (it is at most seconds old).
  */
+/** The read-model version a cached value of `name` depends on (see ReadModelVersion). */
+export type VersionOf = (name: string) => number;
+
 export class VersionedCache<T> {
   /** Lookups answered from the cache and lookups that had to build (for /metrics). */
   readonly stats = { hits: 0, misses: 0 };
@@ -108,13 +111,13 @@ export class VersionedCache<T> {
   private readonly building = new Map<string, Promise<T>>();
 
   constructor(
-    private readonly version: () => number,
+    private readonly version: VersionOf,
     private readonly minAgeMs = 1_000,
   ) {}
 
   async get(name: string, build: () => Promise<T>): Promise<T> {
     const e = this.entries.get(name);
-    const v = this.version();
+    const v = this.version(name);
     if (e && (e.version === v || Date.now() - e.at < this.minAgeMs)) {
       this.stats.hits++;
       return e.value;
@@ -146,7 +149,7 @@ export class BodyCache {
     return this.cache.stats;
   }
 
-  constructor(version: () => number, minAgeMs = 1_000) {
+  constructor(version: VersionOf, minAgeMs = 1_000) {
     this.cache = new VersionedCache(version, minAgeMs);
   }
 

@@ -6,4 +6,4 @@ export { FailedAuthLimiter, MemoryRateLimiter, RedisRateLimiter, type RateLimite
 export { ApiMetrics } from './metrics.js';
 export { ENDPOINT_IDS, ENDPOINTS, PLANS, planFor, type EndpointId, type Plan } from './plans.js';
 export { ReadModel, type HistoryPoint } from './readmodel.js';
-export { PgNotifications, ReadModelVersion } from './version.js';
+export { parsePayload, PgNotifications, ReadModelVersion } from './version.js';

@@ -43,7 +43,7 @@ await keys.reload();
 const notifications = new PgNotifications(
   readPool,
   [
-    { channel: 'skinprices_readmodel', payload: config.DATABASE_SCHEMA, onNotify: () => version.bump() },
+    { channel: 'skinprices_readmodel', payload: config.DATABASE_SCHEMA, onNotify: (tags) => version.bump(tags) },
     {
       channel: 'skinprices_keys',
       payload: config.KEYS_SCHEMA,
@@ -67,7 +67,7 @@ const app = buildApp({
   limiter,
   read: new ReadModel(readPool),
   exports: new SalesExportCache(readPool),
-  version: () => version.value,
+  version: (deps) => version.value(deps),
   logger,
   status: {
     ...DEFAULT_STATUS_OPTIONS,

@@ -42,7 +42,10 @@ const listingRow = {
     count: { type: 'integer' },
     phase: { type: 'string' },
     exterior: { type: ['string', 'null'] },
-    item_page_url: { type: ['string', 'null'] },
+    item_page_url: {
+      type: ['string', 'null'],
+      description: "Link to the item's page on that marketplace, from its URL template (phase rows: the name's page).",
+    },
     cn_a_template_id: { type: ['integer', 'null'] },
     updated_at: ts,
     liquidity: decOrNull,
@@ -93,9 +96,17 @@ const OPS: Record<EndpointId, { summary: string; parameters?: object[]; body?: o
           market_hash_name: { type: 'string' },
           templateId: { type: ['integer', 'null'] },
           buyorder_price: decOrNull,
-          blue_buyorder_price: decOrNull,
+          blue_buyorder_price: {
+            ...decOrNull,
+            description:
+              "CN-A only. CN-A's separate blue buy-order price, passed through as CN-A quotes it; CN-A quotes one for some items only, null when it has none for the item (never copied from buyorder_price).",
+          },
           phase: { type: 'string' },
-          typeId: { type: ['integer', 'null'] },
+          typeId: {
+            type: ['integer', 'null'],
+            description:
+              'CN-A: its type id. CN-B: the phase or tier tag id; 0 for a general order (no phase or tier condition).',
+          },
           updated_at: ts,
           count: { type: 'integer' },
         },

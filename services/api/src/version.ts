@@ -14,9 +14,26 @@ export type ListenerState = 'connecting' | 'listening' | 'backoff' | 'stopped';
 
 export interface Subscription {
   channel: string;
-  /** Only notifications with this payload count (the schema: tests share one database). */
+  /**
+   * Only notifications whose payload is this (the schema: tests share one database), optionally
+   * followed by a tab and comma-separated tags saying what the commit touched.
+   */
   payload: string;
-  onNotify: () => void;
+  /** `tags` undefined: anything may have changed (an untagged notification, or a reconnection). */
+  onNotify: (tags?: readonly string[]) => void;
+}
+
+/** Splits `schema\ttag,tag` (tags optional). */
+export function parsePayload(payload: string): { schema: string; tags?: string[] } {
+  const tab = payload.indexOf('\t');
+  if (tab < 0) return { schema: payload };
+  return {
+    schema: payload.slice(0, tab),
+    tags: payload
+      .slice(tab + 1)
+      .split(',')
+      .filter(Boolean),
+  };
 }
 
 export class PgNotifications {
@@ -48,7 +65,8 @@ export class PgNotifications {
           this.stopCtl.signal.addEventListener('abort', () => resolve(), { once: true });
         });
         this.client.on('notification', (msg) => {
-          for (const s of this.subscriptions) if (s.channel === msg.channel && s.payload === msg.payload) s.onNotify();
+          const { schema, tags } = parsePayload(msg.payload ?? '');
+          for (const s of this.subscriptions) if (s.channel === msg.channel && s.payload === schema) s.onNotify(tags);
         });
         for (const channel of new Set(this.subscriptions.map((s) => s.channel)))
           await this.client.query(`LISTEN ${channel}`);
@@ -77,25 +95,43 @@ export class PgNotifications {
 }
 
 /**
- * The read model's version as this process knows it: bumped by the materializer's NOTIFY, on every
- * (re)connection of the listener, and every `fallbackMs` (5 min) as a last resort. Not more often:
- * each bump rebuilds megabytes of bodies.
+ * The read model's version as this process knows it, per tag (`listing:cn-a`, `buyorder:cn-b`, …:
+ * what a materializer commit touched, named in its NOTIFY) plus a global part bumped by untagged
+ * notifications, by `derived` (cycle markers: removals, liquidity, statistics, market cap touch
+ * rows of every list), on every (re)connection of the listener, and every `fallbackMs` (5 min)
+ * as a last resort. A body depends on some tags; it is rebuilt only when one of them (or the global
+ * part) moved, so a batch of one marketplace no longer rebuilds the megabytes of all the others.
  */
 export class ReadModelVersion {
-  private n = 0;
+  private global = 0;
+  private readonly tags = new Map<string, number>();
+  private all = 0;
   private readonly tick: NodeJS.Timeout;
 
   constructor(fallbackMs = 300_000) {
-    this.tick = setInterval(() => this.n++, fallbackMs);
+    this.tick = setInterval(() => this.bump(), fallbackMs);
     this.tick.unref();
   }
 
-  get value(): number {
-    return this.n;
+  /**
+   * A number that changes whenever anything `deps` names (or the global part) changed; without
+   * `deps`, whenever anything changed. Sums of counters that only grow: equal means unchanged.
+   */
+  value(deps?: readonly string[]): number {
+    if (!deps) return this.all;
+    let v = this.global;
+    for (const t of deps) v += this.tags.get(t) ?? 0;
+    return v;
   }
 
-  bump(): void {
-    this.n++;
+  /** A commit touched `tags` (undefined or containing `derived`: possibly everything). */
+  bump(tags?: readonly string[]): void {
+    this.all++;
+    if (!tags || tags.includes('derived')) {
+      this.global++;
+      return;
+    }
+    for (const t of tags) this.tags.set(t, (this.tags.get(t) ?? 0) + 1);
   }
 
   stop(): void {

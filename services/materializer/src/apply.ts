@@ -128,6 +128,8 @@ export async function applyBatch(
       (m) => BigInt(m.offset) >= next && (stop === undefined || BigInt(m.offset) < stop),
     );
     result.skipped = batch.messages.length - fresh.length;
+    let goodRecords: readonly DecodedMessage<MaterializedKind>[] = [];
+    let poisonedRecords: readonly DecodedMessage<MaterializedKind>[] = [];
     if (fresh.length > 0) {
       const good: DecodedMessage<MaterializedKind>[] = [];
       for (const m of fresh) {
@@ -143,6 +145,8 @@ export async function applyBatch(
       result.poisoned = isolation.poisoned.length;
       result.deadLetters += isolation.poisoned.length;
       result.applied = good.length - isolation.poisoned.length;
+      goodRecords = good;
+      poisonedRecords = isolation.poisoned.map((p) => p.record);
       const last = fresh.at(-1) as DecodedMessage<MaterializedKind>;
       // A row stored before migration 0004 is bound by the first batch that moves it.
       await client.query(
@@ -156,9 +160,19 @@ export async function applyBatch(
     const t0 = performance.now();
     result.markersApplied = await applyReadyMarkers(client, groupId, derived);
     result.deriveMs = performance.now() - t0;
-    // Readers (the API's body caches) hear of the change when, and only if, it commits.
-    if (result.applied > 0 || result.markersApplied.length > 0)
-      await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema())`);
+    // Readers (the API's body caches) hear of the change when, and only if, it commits, and of
+    // what it touched: `<kind>:<market>` per marketplace of the applied records, `derived` when
+    // cycle markers ran (removals, liquidity, statistics and market cap touch every list).
+    const tags = new Set<string>();
+    if (kind !== 'pollCycle' && result.applied > 0) {
+      const poisoned = new Set(poisonedRecords);
+      for (const m of goodRecords) if (!poisoned.has(m)) tags.add(`${kind}:${(m.value as { market: string }).market}`);
+    }
+    if (result.markersApplied.length > 0) tags.add('derived');
+    if (tags.size > 0)
+      await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema() || chr(9) || $1)`, [
+        [...tags].join(','),
+      ]);
     await client.query('COMMIT');
     return result;
   } catch (err) {
