@@ -34,6 +34,7 @@ import {
   untilApplied,
   type Sim,
 } from '../support/pipeline.js';
+import { itemPageUrlProblems, typeIdProblems } from '../support/contract.js';
 import { TestStack } from '../support/stack.js';
 
 const PLAN: [MarketSlug, Kind[]][] = [
@@ -257,6 +258,12 @@ describe('read API', () => {
       'liquidity',
     ])
       expect(row, f).toHaveProperty(f);
+    // Every 2.4 row links to the item with its marketplace's template (was null on all of them).
+    for (const market of ['eu-a', 'cn-b']) {
+      const rows = (await get(`/v1/prices/${market}`, k.basic)).json().data;
+      expect(rows.length, market).toBeGreaterThan(0);
+      expect(itemPageUrlProblems(market, rows)).toEqual([]);
+    }
     for (const url of [
       '/v1/prices/usd-1',
       '/v1/prices/nowhere',
@@ -388,6 +395,9 @@ describe('read API', () => {
         ),
       ).toBe(true);
     expect(cnB[0]).not.toHaveProperty('blue_buyorder_price');
+    // typeId is an integer on every CN-B row (was null on general orders): 0 for those.
+    expect(typeIdProblems(cnB)).toEqual([]);
+    expect(cnB.some((r: { phase: string; typeId: number }) => r.phase === '' && r.typeId === 0)).toBe(true);
 
     const store = (await get('/v1/store', k.basic)).json();
     const booked = store.data.find((r: { order_book: unknown }) => r.order_book !== null);

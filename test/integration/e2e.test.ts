@@ -14,6 +14,7 @@ import { createPool } from '@skinprices/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subscribePriceChanges, type PriceChange } from '../../examples/price-changes-consumer.js';
 import { browserFetchJson, curlGet } from '../support/clients.js';
+import { itemPageUrlProblems, typeIdProblems } from '../support/contract.js';
 import { TestStack, uniqueName } from '../support/stack.js';
 
 const POLL_MS = 3_000;
@@ -115,7 +116,7 @@ describe('end to end: make run', () => {
     let last: unknown;
     try {
       for (const market of ['cn-a', 'cn-b', 'cn-c', 'cn-d', 'eu-a', 'eu-b']) {
-        await eventually(
+        const rows = await eventually(
           `${market} equals the truth`,
           async () => {
             const want = (await truth(market, 'listings'))
@@ -129,7 +130,8 @@ describe('end to end: make run', () => {
                   `${String(r.market_hash_name)}|${String(r.phase)}|${String(r.price_rmb ?? r.price)}|${String(r.count)}`,
               )
               .sort();
-            if (got.length > 0 && JSON.stringify(got) === JSON.stringify(want)) return true;
+            if (got.length > 0 && JSON.stringify(got) === JSON.stringify(want))
+              return body.data as Record<string, unknown>[];
             last = {
               market,
               missing: want.filter((w) => !got.includes(w)).slice(0, 3),
@@ -139,6 +141,8 @@ describe('end to end: make run', () => {
           },
           90_000,
         );
+        // 2.4 rows link to the item with their marketplace's template (was null on all of them).
+        if (market !== 'cn-a') expect(itemPageUrlProblems(market, rows)).toEqual([]);
       }
       const usd = (await truth('usd-3', 'listings')).find((r) => r.price !== null && r.phase === '')!;
       await eventually(
@@ -150,7 +154,7 @@ describe('end to end: make run', () => {
         },
         30_000,
       );
-      await eventually(
+      const cnB = await eventually(
         'cn-b buy orders equal the truth',
         async () => {
           const want = (await truth('cn-b', 'buyorders')).filter((r) => r.price !== null && r.tier === null).length;
@@ -158,10 +162,12 @@ describe('end to end: make run', () => {
           const got = (body.data as { phase: string; buyorder_price: string | null }[]).filter(
             (r) => !/^T\d$/.test(r.phase),
           );
-          return got.length === want ? true : undefined;
+          return got.length === want ? (body.data as Record<string, unknown>[]) : undefined;
         },
         30_000,
       );
+      // 2.5: typeId is an integer on every CN-B row, general orders included.
+      expect(typeIdProblems(cnB)).toEqual([]);
     } catch (err) {
       throw new Error(
         `${String(err)}; last difference: ${JSON.stringify(last)}\n--- output ---\n${output.slice(-6000)}`,

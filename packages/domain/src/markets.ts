@@ -80,6 +80,13 @@ export interface Market {
   refresh: RefreshIntervals;
   /** API field carrying the marketplace's own template id (CN-A only). */
   templateIdField?: string;
+  /**
+   * Link to an item's page on this marketplace (the spec's `item_page_url`), as a template with
+   * `{market_hash_name}` and `{id}` (the marketplace's own item id: the rows' `template_id`);
+   * see itemPageUrl. Phase rows link to their name's page, where marketplaces offer the phases.
+   * Absent for a marketplace without item pages (history only).
+   */
+  itemPageUrlTemplate?: string;
 }
 
 const MIN = 60_000;
@@ -104,6 +111,7 @@ function usdCatalogueMarket(n: 1 | 2 | 3 | 4 | 5 | 6): Market {
     // usd-1 is one of the three marketplaces whose completed sales we collect.
     capabilities: n === 1 ? ['listings', 'sales'] : ['listings'],
     refresh: n === 1 ? { ...LISTINGS_5_MIN, salesMs: MIN } : LISTINGS_5_MIN,
+    itemPageUrlTemplate: `https://${slug}.example/item/{market_hash_name}`,
   };
 }
 
@@ -126,6 +134,7 @@ export const MARKETS: readonly Market[] = Object.freeze([
       salesMs: MIN,
     },
     templateIdField: templateIdFieldName('cn-a'),
+    itemPageUrlTemplate: 'https://cn-a.example/goods/{id}',
   },
   {
     slug: 'cn-b',
@@ -144,6 +153,7 @@ export const MARKETS: readonly Market[] = Object.freeze([
       floatRangedMs: 5 * MIN,
       salesMs: MIN,
     },
+    itemPageUrlTemplate: 'https://cn-b.example/goods/{id}',
   },
   {
     slug: 'cn-c',
@@ -156,6 +166,7 @@ export const MARKETS: readonly Market[] = Object.freeze([
     inCatalogue: true,
     capabilities: ['listings', 'floatRanged'],
     refresh: { ...LISTINGS_5_MIN, floatRangedMs: 5 * MIN },
+    itemPageUrlTemplate: 'https://cn-c.example/goods/{id}',
   },
   ...(['cn-d', 'eu-a', 'eu-b'] as const).map((slug): Market => ({
     slug,
@@ -168,6 +179,8 @@ export const MARKETS: readonly Market[] = Object.freeze([
     inCatalogue: true,
     capabilities: ['listings'],
     refresh: LISTINGS_5_MIN,
+    // These upstreams have no item ids of their own: their pages are addressed by name.
+    itemPageUrlTemplate: `https://${slug}.example/item/{market_hash_name}`,
   })),
   ...([1, 2, 3, 4, 5, 6] as const).map(usdCatalogueMarket),
   {
@@ -182,6 +195,7 @@ export const MARKETS: readonly Market[] = Object.freeze([
     inCatalogue: false,
     capabilities: ['listings', 'orderBook'],
     refresh: { ...LISTINGS_5_MIN, orderBookMs: 5 * MIN },
+    itemPageUrlTemplate: 'https://store.example/listings/{market_hash_name}',
   },
   {
     slug: 'hist-a',
@@ -219,6 +233,32 @@ export function marketsWith(capability: Capability): Market[] {
 
 export function hasCapability(slug: MarketSlug, capability: Capability): boolean {
   return getMarket(slug).capabilities.includes(capability);
+}
+
+/** What an item page link is built from: the row's name and the marketplace's own item id. */
+export interface ItemPageRef {
+  market_hash_name: string;
+  /** The marketplace's own item id (the rows' `template_id`), if it has one. */
+  id: number | null;
+}
+
+const PLACEHOLDER = /\{(market_hash_name|id)\}/g;
+const LONE_SURROGATE = /\p{Surrogate}/gu;
+
+/**
+ * The link to an item's page on `market`, from its `itemPageUrlTemplate`. Values are
+ * percent-encoded as URI components, so a name's spaces, `|`, `/`, `?`, `#` and `★` cannot change
+ * the link's structure. Null when the marketplace has no template, or its template needs an id
+ * the row does not have: a link guessed without it would point at some other item.
+ */
+export function itemPageUrl(market: Market, item: ItemPageRef): string | null {
+  const template = market.itemPageUrlTemplate;
+  if (template === undefined) return null;
+  if (template.includes('{id}') && item.id === null) return null;
+  return template.replace(PLACEHOLDER, (_, key: string) =>
+    // encodeURIComponent throws on a lone surrogate; one broken name must not fail a whole cycle.
+    encodeURIComponent(key === 'id' ? String(item.id) : item.market_hash_name.replace(LONE_SURROGATE, '\uFFFD')),
+  );
 }
 
 const INTERVAL_OF_KIND: Record<string, keyof RefreshIntervals> = {

@@ -1,7 +1,7 @@
 /**
  * Data kind → event kind, topic and row identity; and row → event (adds the envelope fields).
  */
-import type { Market } from '@skinprices/domain';
+import { itemPageUrl, type Market } from '@skinprices/domain';
 import type { DataKind, EventKind, EventMap } from '@skinprices/events';
 import type { Kind, RowMap } from '@skinprices/marketplaces';
 
@@ -45,6 +45,12 @@ export function toEvent<K extends Kind>(
   const base = { market: market.slug, currency: market.currency, observed_at: observedAt };
   // Sales and history points are happenings, not cycle states: they carry no cycle id.
   if (kind === 'SALES' || kind === 'HISTORY') return { ...base, ...row } as EventMap[EventKind];
+  if (kind === 'LISTINGS') {
+    // The spec promises a link on every listing row: the upstream's own wins, else the registry's template.
+    const l = row as RowMap['LISTINGS'];
+    const url = l.item_page_url ?? itemPageUrl(market, { market_hash_name: l.market_hash_name, id: l.template_id });
+    return { ...base, ...l, item_page_url: url, cycle_id: cycleId } as EventMap[EventKind];
+  }
   return { ...base, ...row, cycle_id: cycleId } as EventMap[EventKind];
 }
 

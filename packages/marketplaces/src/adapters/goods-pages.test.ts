@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { FetchContext, KindInput } from '../adapter.js';
 import type { Kind, Page } from '../rows.js';
 import { failure, fakeUpstream, type Query } from '../testing/fake-upstream.js';
-import { goodsPagesAdapter, PHASE_BY_TAG_ID } from './goods-pages.js';
+import { GENERAL_ORDER_TAG_ID, goodsPagesAdapter, PHASE_BY_TAG_ID } from './goods-pages.js';
 
 // ---- a fake CN-B upstream: canned bodies keyed by path and page_num, no network ----
 
@@ -243,6 +243,26 @@ describe('goods-pages adapter (CN-B / CN-C)', () => {
           type_id: 1007,
         },
       ]);
+    });
+
+    // Root cause: type_id was read only from the phase or tier tag, so a general order (no
+    // condition, most rows) had typeId null although the spec's 2.5 declares an integer.
+    it('typeId is an integer on every row: the tier tag, else the phase tag, else 0 for a general order', async () => {
+      const page = await onePage('BUYORDERS', '/market/buy_order/top', [
+        order(),
+        order({ market_hash_name: KARAMBIT, tag_id: 1005, tier_tag_id: null }),
+        order({ market_hash_name: REDLINE, tag_id: null, tier_tag_id: null }),
+        order({ market_hash_name: 'Sticker | Crown (Foil)', tier_tag_id: undefined }),
+      ]);
+      expect(page.rejected).toEqual([]);
+      expect(page.rows.map((r) => [r.phase, r.tier, r.type_id])).toEqual([
+        ['', 'T1', 2001],
+        ['Ruby', null, 1005],
+        ['', null, GENERAL_ORDER_TAG_ID],
+        ['', null, GENERAL_ORDER_TAG_ID],
+      ]);
+      expect(GENERAL_ORDER_TAG_ID).toBe(0);
+      expect([...PHASE_BY_TAG_ID.keys()]).not.toContain(GENERAL_ORDER_TAG_ID);
     });
 
     it('a bracketed word that is not a tier stays in the name', async () => {

@@ -35,6 +35,13 @@ export const PHASE_BY_TAG_ID: ReadonlyMap<number, PhaseOrNone> = new Map<number,
   [1008, 'Emerald'],
 ]);
 
+/**
+ * `type_id` of a general buy order (no phase or tier condition). The marketplace tags only the
+ * conditions, but the spec's `typeId` is an integer on every row: 0, documented, is "no tag";
+ * no real tag id is 0.
+ */
+export const GENERAL_ORDER_TAG_ID = 0;
+
 const PATHS: Partial<Record<Kind, string>> = {
   LISTINGS: '/market/goods',
   BUYORDERS: '/market/buy_order/top',
@@ -88,7 +95,7 @@ const PARSERS: { [K in Kind]?: (o: Obj) => RowMap[K] } = {
       blue_price: null,
       count: int(o, 'buy_num'),
       template_id: int(o, 'goods_id', 1),
-      type_id: optInt(o, 'tier_tag_id') ?? optInt(o, 'tag_id'),
+      type_id: optInt(o, 'tier_tag_id') ?? optInt(o, 'tag_id') ?? GENERAL_ORDER_TAG_ID,
     };
   },
   FLOAT_RANGED: (o) => {

@@ -1,0 +1,48 @@
+import { getMarket } from '@skinprices/domain';
+import type { ListingRow } from '@skinprices/marketplaces';
+import { describe, expect, it } from 'vitest';
+import { removalOf, toEvent } from './events.js';
+
+const row = (over: Partial<ListingRow> = {}): ListingRow => ({
+  market_hash_name: 'AK-47 | Redline (Field-Tested)',
+  phase: '',
+  price: '12.50',
+  count: 3,
+  exterior: 'Field-Tested',
+  stattrak: false,
+  souvenir: false,
+  template_id: null,
+  item_page_url: null,
+  ...over,
+});
+
+describe('toEvent: item_page_url on listing events', () => {
+  // Root cause: no upstream sends a page link, and every adapter left item_page_url null, so
+  // 100 % of the spec's 2.4 rows had none. The registry's template now fills it here.
+  it('fills the marketplace template when the upstream gives no link (id-based and name-based)', () => {
+    const cnB = toEvent('LISTINGS', getMarket('cn-b'), row({ template_id: 700_042 }), 1, 'c1');
+    expect(cnB).toMatchObject({ item_page_url: 'https://cn-b.example/goods/700042', cycle_id: 'c1', market: 'cn-b' });
+    const euA = toEvent('LISTINGS', getMarket('eu-a'), row(), 1, 'c1');
+    expect(euA).toMatchObject({ item_page_url: 'https://eu-a.example/item/AK-47%20%7C%20Redline%20(Field-Tested)' });
+  });
+
+  it("keeps an upstream's own link", () => {
+    const url = 'https://cn-b.example/goods/700042?from=market';
+    expect(toEvent('LISTINGS', getMarket('cn-b'), row({ item_page_url: url, template_id: 1 }), 1, 'c1')).toMatchObject({
+      item_page_url: url,
+    });
+  });
+
+  it('a removal (price null) carries the link too, so the row never loses it', () => {
+    const gone = toEvent('LISTINGS', getMarket('eu-b'), removalOf('LISTINGS', row()), 1, 'c2');
+    expect(gone).toMatchObject({
+      price: null,
+      count: 0,
+      item_page_url: expect.stringMatching(/^https:\/\/eu-b\.example\//),
+    });
+  });
+
+  it('stays null when the template needs an id the row lacks', () => {
+    expect(toEvent('LISTINGS', getMarket('cn-c'), row(), 1, 'c1')).toMatchObject({ item_page_url: null });
+  });
+});
