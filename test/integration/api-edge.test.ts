@@ -151,6 +151,13 @@ describe('API edge: hostile input', () => {
         `POST /v1/prices/latest HTTP/1.1\r\nHost: x\r\nx-api-key: ${key}\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\n{}`,
       ],
     ];
+    // Found by make chaos: Node's own empty 400 for a missing Host, and CONNECT closed unanswered.
+    cases.push(
+      ['HTTP/1.1 without Host', 400, `GET /v1/prices/cn-a HTTP/1.1\r\nx-api-key: ${key}\r\n\r\n`],
+      ['CONNECT', 405, 'CONNECT /v1/status HTTP/1.1\r\nHost: x\r\n\r\n'],
+      ['TRACE', 405, 'TRACE /v1/prices/cn-a HTTP/1.1\r\nHost: x\r\n\r\n'],
+      ['PROPFIND', 405, 'PROPFIND /v1/store HTTP/1.1\r\nHost: x\r\n\r\n'],
+    );
     for (const [what, status, bytes] of cases) {
       const r = await raw(port, bytes);
       expect({ what, status: r.status }).toEqual({ what, status });

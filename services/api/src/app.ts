@@ -13,9 +13,10 @@ import {
   answerExpectations,
   clientErrorHandler,
   frameworkErrors,
-  methodNotAllowed,
   parseJsonBody,
+  refuseConnect,
   refuseNulBytes,
+  routeMethods,
 } from './edge.js';
 import { ApiError, badParameter } from './errors.js';
 import type { ApiKey, KeyStore } from './keys.js';
@@ -223,9 +224,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     routerOptions: { caseSensitive: true },
     clientErrorHandler,
     frameworkErrors,
+    // A request without Host reaches us (Node's own answer is an empty 400), and we refuse it in
+    // our shape below.
+    http: { requireHostHeader: false },
   });
   answerExpectations(app.server);
-  const allowedMethods = methodNotAllowed(app);
+  const routes = routeMethods(app);
+  refuseConnect(app.server, routes.allowFor);
   // JSON only: a text/plain body is a 415, not a string handed to the handlers.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
@@ -256,6 +261,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       return itemsJson(await catalogues.get('*', async () => combine(await shardsOf(markets))), only);
     return itemsJson(combine(await shardsOf(markets), only));
   }
+
+  // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own refusal was an empty 400.
+  app.addHook('onRequest', async (req) => {
+    if (req.raw.httpVersion === '1.1' && req.headers.host === undefined)
+      throw new ApiError(400, 'bad_request', 'an HTTP/1.1 request needs a Host header');
+  });
 
   // Every answer's latency by route pattern; 'finish' also fires for hijacked replies.
   app.addHook('onRequest', async (req, reply) => {
@@ -317,12 +328,21 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     for (const [h, v] of Object.entries(e.headers)) reply.header(h, v);
     return reply.code(e.status).header('cache-control', 'no-store').send(e.body());
   });
-  app.setNotFoundHandler((req, reply) =>
-    reply
-      .code(404)
-      .header('cache-control', 'no-store')
-      .send(new ApiError(404, 'not_found', `no route ${req.method} ${req.url.split('?')[0]?.slice(0, 200)}`).body()),
-  );
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0] ?? '';
+    const allow = routes.allowFor(path);
+    reply.header('cache-control', 'no-store');
+    if (allow === undefined)
+      return reply
+        .code(404)
+        .send(new ApiError(404, 'not_found', `no route ${req.method} ${path.slice(0, 200)}`).body());
+    // A path of ours with a method it does not serve (any method, unknown ones included).
+    reply.header('allow', allow);
+    if (req.method === 'OPTIONS') return reply.code(204).send();
+    return reply
+      .code(405)
+      .send(new ApiError(405, 'method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}`).body());
+  });
 
   const key = (req: FastifyRequest) => req.apiKey as ApiKey;
   const q = (req: FastifyRequest) => req.query as Record<string, unknown>;
@@ -574,6 +594,5 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     },
   );
 
-  allowedMethods.close();
   return app;
 }

@@ -7,7 +7,7 @@
  */
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, badParameter } from './errors.js';
 
 /** Deepest JSON nesting a request body may have: ours are two levels deep; a parser's stack is not. */
@@ -136,41 +136,46 @@ export async function refuseNulBytes(req: FastifyRequest): Promise<void> {
   if (field) throw badParameter(field || 'path', 'must not contain a NUL byte (U+0000)');
 }
 
-const METHODS: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+/** A route pattern (`/v1/prices/:market/history`) as a matcher of concrete paths. */
+function patternMatcher(url: string): RegExp {
+  const body = url
+    .split('/')
+    .map((seg) => (seg === '*' ? '.*' : seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${body}/?$`);
+}
 
 /**
- * Collects every route as it is added; `close()`, called after the last route, gives each path the
- * methods it lacks: 405 with `Allow` (OPTIONS: 204 with `Allow`). Without this the router answers
- * a wrong method with 404, as if the path did not exist. Call before any route is added.
+ * Every route's methods, collected as routes are added (call before any route). `allowFor(path)`
+ * is the methods of every route whose pattern matches the concrete path (the union: a static
+ * route and a parametric one may both match, the router preferring the static one), or undefined
+ * when no route matches. The not-found handler answers a known path with a wrong method — any
+ * method, TRACE and methods the router does not know included — with 405 and this `Allow`.
  */
-export function methodNotAllowed(app: FastifyInstance): { close: () => void } {
-  const allowed = new Map<string, Set<string>>();
-  let closed = false;
+export function routeMethods(app: FastifyInstance): { allowFor: (path: string) => string | undefined } {
+  const routes = new Map<string, { match: RegExp; methods: Set<string> }>();
   app.addHook('onRoute', (route) => {
-    if (closed) return;
-    const set = allowed.get(route.url) ?? new Set<string>();
-    for (const m of [route.method].flat()) set.add(m);
-    allowed.set(route.url, set);
+    const r = routes.get(route.url) ?? { match: patternMatcher(route.url), methods: new Set<string>() };
+    for (const m of [route.method].flat()) r.methods.add(m);
+    routes.set(route.url, r);
   });
   return {
-    close() {
-      closed = true;
-      for (const [url, methods] of allowed) {
-        const allow = [...methods].sort().join(', ');
-        const missing = METHODS.filter((m) => !methods.has(m));
-        if (missing.length === 0) continue;
-        app.route({
-          method: missing,
-          url,
-          handler: async (req, reply) => {
-            reply.header('allow', allow).header('cache-control', 'no-store');
-            if (req.method === 'OPTIONS') return reply.code(204).send();
-            throw new ApiError(405, 'method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}`, {
-              allow,
-            });
-          },
-        });
-      }
+    allowFor(path) {
+      const methods = new Set<string>();
+      for (const r of routes.values()) if (r.match.test(path)) for (const m of r.methods) methods.add(m);
+      return methods.size > 0 ? [...methods].sort().join(', ') : undefined;
     },
   };
+}
+
+/**
+ * Node hands CONNECT to a `connect` listener and, with none, closes the socket without a word.
+ * We are no proxy: 405 in our shape, with the path's methods when it is one of ours.
+ */
+export function refuseConnect(server: Server, allowFor: (path: string) => string | undefined): void {
+  server.on('connect', (req: { url?: string }, socket: Socket) => {
+    const allow = allowFor((req.url ?? '').split('?')[0] ?? '') ?? 'GET, HEAD';
+    const e = new ApiError(405, 'method_not_allowed', `CONNECT is not allowed here; allowed: ${allow}`);
+    socket.end(rawErrorResponse(e).replace('\r\n\r\n', `\r\nallow: ${allow}\r\n\r\n`));
+  });
 }
