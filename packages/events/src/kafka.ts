@@ -4,7 +4,7 @@
 import { AppError } from '@skinprices/domain';
 import { Kafka, logLevel, type Consumer, type KafkaConfig, type Producer, type RecordMetadata } from 'kafkajs';
 import { eventKey } from './keys.js';
-import { DefaultPartitioner } from './partitioner.js';
+import { DefaultPartitioner, partitionOfKey } from './partitioner.js';
 import type { TopicCodec } from './serde.js';
 import type { EventKind, EventMap } from './types.js';
 
@@ -38,20 +38,59 @@ export interface SendResult<K extends EventKind> {
   rejected: { event: EventMap[K]; error: AppError }[];
 }
 
+/** A keyed record on its way to one topic. */
+interface OutRecord {
+  key: Buffer;
+  value: Buffer;
+  partition?: number;
+}
+
+/**
+ * The records of `sent` whose partition no successful response in `acked` names, each with its
+ * partition set (so a resend goes exactly there). See EventProducer.send for why this happens.
+ */
+export function unacknowledged(
+  sent: readonly OutRecord[],
+  acked: readonly RecordMetadata[],
+  numPartitions: number,
+): OutRecord[] {
+  const ok = new Set(acked.filter((m) => m.errorCode === 0).map((m) => m.partition));
+  const out: OutRecord[] = [];
+  for (const r of sent) {
+    const partition = r.partition ?? partitionOfKey(r.key, numPartitions);
+    if (!ok.has(partition)) out.push({ ...r, partition });
+  }
+  return out;
+}
+
+/** How many times one send may find partitions unacknowledged and resend them before it fails. */
+const MAX_RESENDS = 20;
+
 /**
  * Idempotent producer: acks from all in-sync replicas and one request in flight per broker, as
- * KIP-98 requires (kafkajs does not enforce the in-flight limit itself), so a retried batch is
- * neither duplicated nor reordered.
+ * KIP-98 requires (kafkajs does not enforce the in-flight limit itself). Kafka de-duplicates a
+ * retried request of the same producer session; a session kafkajs re-initialises after a broker
+ * failure (a new producer id) can write a batch again, which consumers absorb (they apply by key
+ * and observed_at, sales by sale_id).
  */
 export class EventProducer {
   private readonly producer: Producer;
+  /** Partition counts per topic, as the partitioner last saw them. */
+  private readonly partitionCounts = new Map<string, number>();
 
   constructor(kafka: Kafka) {
+    const counts = this.partitionCounts;
     this.producer = kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
-      createPartitioner: DefaultPartitioner,
+      createPartitioner: () => {
+        const partition = DefaultPartitioner();
+        return (args) => {
+          counts.set(args.topic, args.partitionMetadata.length);
+          return partition(args);
+        };
+      },
       // Retrying without limit is what keeps the idempotent producer exactly-once (kafkajs warns
       // otherwise); while Kafka is away a send waits, and the caller's cycle waits with it.
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 30_000 },
@@ -85,7 +124,21 @@ export class EventProducer {
     }
     if (messages.length === 0) return { metadata: [], sent: 0, rejected };
     try {
-      const metadata = await this.producer.send({ topic: codec.topic, acks: -1, messages });
+      // kafkajs tracks a send's progress per broker, not per partition: when a broker dies
+      // mid-send, its partitions move to a broker that already answered for its own, the retry
+      // finds nothing left to send, and send() resolves without those records (found by
+      // make chaos: hundreds of sales lost per broker kill). So every partition must be named
+      // by a successful response; the records of any other are sent again, to that partition.
+      const metadata: RecordMetadata[] = [];
+      let pending: OutRecord[] = messages;
+      for (let resend = 0; pending.length > 0; resend++) {
+        if (resend > MAX_RESENDS)
+          throw new Error(`${pending.length} records still unacknowledged after ${MAX_RESENDS} resends`);
+        const got = await this.producer.send({ topic: codec.topic, acks: -1, messages: pending });
+        metadata.push(...got.filter((m) => m.errorCode === 0));
+        const n = this.partitionCounts.get(codec.topic);
+        pending = n === undefined ? [] : unacknowledged(pending, got, n);
+      }
       return { metadata, sent: messages.length, rejected };
     } catch (err) {
       throw new AppError(

@@ -42,6 +42,11 @@ export function murmur2(data: Buffer): number {
 
 const toPositive = (x: number) => x & 0x7fffffff;
 
+/** The partition a keyed record goes to among `numPartitions` (Kafka's default partitioner). */
+export function partitionOfKey(key: Buffer, numPartitions: number): number {
+  return toPositive(murmur2(key)) % numPartitions;
+}
+
 export const DefaultPartitioner: ICustomPartitioner = () => {
   const counters = new Map<string, number>();
   return ({ topic, partitionMetadata, message }) => {
