@@ -15,11 +15,10 @@
 import type { ChildProcess } from 'node:child_process';
 import type { MarketSlug } from '@skinprices/domain';
 import { topicFor } from '@skinprices/events';
-import { Materializer, MATERIALIZED_KINDS, MIGRATIONS_DIR, tableChecksums } from '@skinprices/materializer';
+import { MATERIALIZED_KINDS, tableChecksums } from '@skinprices/materializer';
 import type { Poller } from '@skinprices/poller';
-import { createLogger } from '@skinprices/runtime';
 import type { Pool } from '@skinprices/store';
-import { startPoller, startSimulator } from '../test/support/pipeline.js';
+import { startMaterializer, startPoller, startSimulator } from '../test/support/pipeline.js';
 import { TestStack } from '../test/support/stack.js';
 import { chaosArgs, message, runTopics, Rng, sleep, startService, within, writeScenario } from './support/harness.js';
 
@@ -55,12 +54,7 @@ try {
 
   // The undisturbed reference, in-process, in its own schema and group.
   const reference = await stack.schema();
-  const ref = new Materializer(
-    { groupId: stack.groupId(), topicSuffix: suffix, migrationsDir: MIGRATIONS_DIR },
-    { kafka: stack.kafka, serde: stack.serde, pool: reference.pool, logger: createLogger('ref', 'silent') },
-  );
-  await ref.start();
-  stack.defer(() => ref.stop());
+  await startMaterializer(stack, suffix, reference.pool);
 
   // The victim: the materializer as deployed (main.ts), a process of its own.
   const victim = await stack.schema();
