@@ -31,7 +31,7 @@ import type { UpstreamClient } from '@skinprices/marketplaces';
 import type { Poller } from '@skinprices/poller';
 import { createLogger } from '@skinprices/runtime';
 import type { Pool } from '@skinprices/store';
-import { FAST, startPoller, startSimulator, untilApplied } from '../test/support/pipeline.js';
+import { FAST, materializerEnv, startPoller, startSimulator, untilApplied } from '../test/support/pipeline.js';
 import { TestStack } from '../test/support/stack.js';
 import {
   chaosArgs,
@@ -133,17 +133,7 @@ try {
   const launch = () =>
     startService(
       'services/materializer/src/main.ts',
-      {
-        DATABASE_URL: st.env.databaseUrl,
-        DATABASE_SCHEMA: victim.name,
-        KAFKA_BROKERS: CLUSTER,
-        SCHEMA_REGISTRY_URL: st.env.registryUrl,
-        GROUP_ID: group,
-        TOPIC_SUFFIX: suffix,
-        PUBLISH_CHANGES: 'false',
-        CONSUMER_SESSION_TIMEOUT_MS: '6000',
-        LOG_LEVEL: 'error',
-      },
+      materializerEnv(st, { schema: victim.name, group, suffix, brokers: CLUSTER }),
       undefined,
       // Its errors in this scenario's log: why it died, when it does.
       'inherit',

@@ -18,7 +18,7 @@ import { topicFor } from '@skinprices/events';
 import { MATERIALIZED_KINDS, tableChecksums } from '@skinprices/materializer';
 import type { Poller } from '@skinprices/poller';
 import type { Pool } from '@skinprices/store';
-import { startMaterializer, startPoller, startSimulator } from '../test/support/pipeline.js';
+import { materializerEnv, startMaterializer, startPoller, startSimulator } from '../test/support/pipeline.js';
 import { TestStack } from '../test/support/stack.js';
 import { chaosArgs, message, runTopics, Rng, sleep, startService, within, writeScenario } from './support/harness.js';
 
@@ -62,18 +62,7 @@ try {
   const launch = (): ChildProcess =>
     startService(
       'services/materializer/src/main.ts',
-      {
-        DATABASE_URL: stack.env.databaseUrl,
-        DATABASE_SCHEMA: victim.name,
-        KAFKA_BROKERS: stack.env.brokers,
-        SCHEMA_REGISTRY_URL: stack.env.registryUrl,
-        GROUP_ID: group,
-        TOPIC_SUFFIX: suffix,
-        PUBLISH_CHANGES: 'false',
-        // A killed member holds its partitions until its session times out: as short as allowed.
-        CONSUMER_SESSION_TIMEOUT_MS: '6000',
-        LOG_LEVEL: 'error',
-      },
+      materializerEnv(stack, { schema: victim.name, group, suffix }),
       undefined,
     );
   const alive = (c: ChildProcess | undefined) => c !== undefined && c.exitCode === null && c.signalCode === null;

@@ -9,7 +9,7 @@ import { Materializer, MIGRATIONS_DIR } from '@skinprices/materializer';
 import { createLogger } from '@skinprices/runtime';
 import type { Pool } from '@skinprices/store';
 import { afterAll, describe, expect, it } from 'vitest';
-import { projectTopics, startPoller, startSimulator } from '../support/pipeline.js';
+import { materializerEnv, projectTopics, startPoller, startSimulator } from '../support/pipeline.js';
 import { TestStack } from '../support/stack.js';
 
 /** Order-independent fingerprints of every table the materializer owns (ids and wall-clock times left out). */
@@ -94,18 +94,7 @@ describe('materializer crash safety', () => {
     let child: ChildProcess | undefined;
     const launch = (): ChildProcess =>
       spawn(process.execPath, ['--import', 'tsx', 'services/materializer/src/main.ts'], {
-        env: {
-          ...process.env,
-          DATABASE_URL: stack.env.databaseUrl,
-          DATABASE_SCHEMA: victim.name,
-          KAFKA_BROKERS: stack.env.brokers,
-          SCHEMA_REGISTRY_URL: stack.env.registryUrl,
-          GROUP_ID: group,
-          TOPIC_SUFFIX: suffix,
-          PUBLISH_CHANGES: 'false',
-          CONSUMER_SESSION_TIMEOUT_MS: '6000',
-          LOG_LEVEL: 'error',
-        },
+        env: { ...process.env, ...materializerEnv(stack, { schema: victim.name, group, suffix }) },
         stdio: ['ignore', 'ignore', 'inherit'],
       });
     stack.defer(async () => {

@@ -11,7 +11,14 @@ import { createLogger } from '@skinprices/runtime';
 import { migrate, type Pool } from '@skinprices/store';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectTopics, startPoller, startSimulator, untilApplied, type Sim } from '../support/pipeline.js';
+import {
+  materializerEnv,
+  projectTopics,
+  startPoller,
+  startSimulator,
+  untilApplied,
+  type Sim,
+} from '../support/pipeline.js';
 import { TestStack } from '../support/stack.js';
 
 interface Status {
@@ -50,16 +57,11 @@ describe('/v1/status on a real pipeline', () => {
     child = spawn(process.execPath, ['--import', 'tsx', 'services/materializer/src/main.ts'], {
       env: {
         ...process.env,
-        KAFKA_BROKERS: stack.env.brokers,
-        SCHEMA_REGISTRY_URL: stack.env.registryUrl,
-        DATABASE_URL: stack.env.databaseUrl,
-        DATABASE_SCHEMA: read.name,
-        TOPIC_SUFFIX: suffix,
-        GROUP_ID: stack.groupId(),
-        PUBLISH_CHANGES: 'false',
-        HEARTBEAT_INTERVAL_MS: '1000',
-        CONSUMER_SESSION_TIMEOUT_MS: '6000',
-        LOG_LEVEL: 'warn',
+        ...materializerEnv(
+          stack,
+          { schema: read.name, group: stack.groupId(), suffix },
+          { HEARTBEAT_INTERVAL_MS: '1000', LOG_LEVEL: 'warn' },
+        ),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
