@@ -2,7 +2,7 @@
  * Fixtures for tests that run the upstream simulator and pollers in-process against the real
  * Kafka and registry, on topics of their own (the project's names plus a unique suffix).
  */
-import { getMarket, type MarketSlug } from '@skinprices/domain';
+import { getMarket, type MarketSlug, type UpstreamFormat } from '@skinprices/domain';
 import {
   DATA_KINDS,
   EventConsumer,
@@ -11,7 +11,7 @@ import {
   type EventKind,
   type EventMap,
 } from '@skinprices/events';
-import { UpstreamClient, type Kind } from '@skinprices/marketplaces';
+import { adapterFor, UpstreamClient, type Kind } from '@skinprices/marketplaces';
 import { Materializer, MIGRATIONS_DIR, OutboxPublisher, type MaterializerOptions } from '@skinprices/materializer';
 import { PollerMetrics, Poller, type PollerOptions } from '@skinprices/poller';
 import { createLogger } from '@skinprices/runtime';
@@ -36,14 +36,22 @@ export interface Sim {
   control: (method: string, path: string, body?: unknown) => Promise<unknown>;
 }
 
-/** A simulator on free ports with a frozen clock (tests compare exact states). */
-export async function startSimulator(stack: TestStack, size: number, start = Date.UTC(2026, 10, 20, 12)): Promise<Sim> {
+/**
+ * A simulator on free ports with a frozen clock (tests compare exact states); `formats` serves
+ * marketplaces in another upstream format (a real marketplace's).
+ */
+export async function startSimulator(
+  stack: TestStack,
+  size: number,
+  start = Date.UTC(2026, 10, 20, 12),
+  formats: Partial<Record<MarketSlug, UpstreamFormat>> = {},
+): Promise<Sim> {
   const catalogue = generateCatalogue({ seed: 7, size });
   const model = new MarketModel(catalogue, 7);
   const clock = new SimClock(start, 0);
   const faults = new FaultBoard();
   const sim = new Simulator({ model, extras: new Extras(model), clock, faults, logger: createLogger('sim', 'silent') });
-  const running = await sim.start({ host: '127.0.0.1', controlPort: 0, basePort: 0 });
+  const running = await sim.start({ host: '127.0.0.1', controlPort: 0, basePort: 0, formats });
   stack.defer(() => running.stop());
   const control = async (method: string, path: string, body?: unknown): Promise<unknown> => {
     const res = await fetch(`${running.controlUrl}${path}`, {
@@ -81,24 +89,35 @@ export async function startPoller(
   sim: Sim,
   market: MarketSlug,
   suffix: string,
-  extra: Partial<PollerOptions> & { deadlineMs?: number; timeoutMs?: number } = {},
+  extra: Partial<PollerOptions> & {
+    deadlineMs?: number;
+    timeoutMs?: number;
+    /** Poll the marketplace in this upstream format (as the poller's UPSTREAM_FORMAT). */
+    format?: UpstreamFormat;
+    /** As the poller's UPSTREAM_API_KEY. */
+    apiKey?: string;
+  } = {},
 ): Promise<{ poller: Poller; client: UpstreamClient }> {
+  const { format, apiKey, deadlineMs, timeoutMs, ...options } = extra;
+  const registered = getMarket(market);
+  const m = format ? { ...registered, upstreamFormat: format } : registered;
+  const adapter = adapterFor(m.upstreamFormat);
   const client = new UpstreamClient({
     baseUrl: sim.running.marketUrls[market],
     market,
-    deadlineMs: extra.deadlineMs ?? 10_000,
-    headersTimeoutMs: extra.timeoutMs ?? 5_000,
+    deadlineMs: deadlineMs ?? 10_000,
+    headersTimeoutMs: timeoutMs ?? 5_000,
+    headers: adapter.requestHeaders?.({ apiKey }),
   });
   const producer = new EventProducer(stack.kafka);
   await producer.connect();
   const admin: Admin = stack.kafka.admin();
   await admin.connect();
-  const m = getMarket(market);
   const hour = 3_600_000;
   const intervals: Partial<Record<Kind, number>> = {};
   for (const k of DATA_KINDS) intervals[k] = hour;
   const poller = new Poller(
-    { ...FAST, market: m, intervals, topicSuffix: suffix, ...extra },
+    { ...FAST, market: m, intervals, topicSuffix: suffix, ...options },
     {
       client,
       producer,
@@ -106,6 +125,7 @@ export async function startPoller(
       admin,
       logger: createLogger(`poller-${market}`, 'silent'),
       metrics: new PollerMetrics(),
+      adapter,
     },
   );
   stack.defer(async () => {

@@ -59,6 +59,12 @@ export const UPSTREAM_FORMATS = [
   'usd-catalogue', // page-numbered catalogue, integer cents
   'store', // first-party store: search results plus order books
   'history', // daily closes only
+  // Documented public formats of real marketplaces (issue 16). A marketplace of the registry is
+  // pointed at one by configuration (the poller's UPSTREAM_FORMAT and UPSTREAM_BASE_URL).
+  'skinport', // whole catalogue in one Brotli answer, decimal prices, 8 requests per 5 min
+  'dmarket', // cursor-paged individual offers, prices as cent strings under price.USD
+  'csfloat', // page-numbered individual listings (≤ 50), integer cents, Authorization key
+  'steam-market', // search/render pages (≤ 100), formatted price strings, bare 429s
 ] as const;
 export type UpstreamFormat = (typeof UPSTREAM_FORMATS)[number];
 

@@ -28,6 +28,33 @@ export interface KindInput {
 }
 
 /**
+ * What an upstream documents about how often it may be asked. The poller's token bucket runs at
+ * the stricter of this and its own configuration (UPSTREAM_RPS), so a deployment cannot
+ * accidentally poll a real marketplace faster than it allows.
+ */
+export interface UpstreamLimits {
+  /** Sustained rate (Skinport: 8 per 5 min = 0.0267/s). */
+  requestsPerSecond: number;
+  /** Requests allowed at once before the sustained rate applies. */
+  burst: number;
+  /**
+   * Wait after a 429 that carries no Retry-After (Steam sends none): an exponential backoff from
+   * 250 ms would walk straight back into the ban. Absent: the poller's ordinary backoff.
+   */
+  bare429BackoffMs?: number;
+  /**
+   * Reads an upstream's rate-limit headers (CSFloat: x-ratelimit-remaining / -reset) after every
+   * response: the epoch ms before which no further request should be sent, or undefined.
+   */
+  pauseFromHeaders?: (headers: Readonly<Record<string, string | string[] | undefined>>, now: number) => number | undefined;
+}
+
+/** What a deployment gives an adapter that needs it; never logged. */
+export interface Credentials {
+  apiKey?: string;
+}
+
+/**
  * One adapter per upstream format. `pages` yields normalised pages in upstream order; an error
  * it throws ends the cycle (the poller marks it PARTIAL or FAILED). Adapters that must see every
  * page before they can say anything true (lowest price from raw listings) yield once at the end.
@@ -35,5 +62,11 @@ export interface KindInput {
 export interface Adapter {
   readonly format: string;
   readonly kinds: readonly Kind[];
+  /** Documented limits of the real upstream; absent for the simulator-only formats. */
+  readonly limits?: UpstreamLimits;
+  /** The format cannot be polled without a key (CSFloat): the poller refuses to start without one. */
+  readonly needsApiKey?: boolean;
+  /** Headers every request carries (Authorization, Accept-Encoding: br). */
+  requestHeaders?(credentials: Credentials): Record<string, string>;
   pages<K extends Kind>(kind: K, ctx: FetchContext, input: KindInput): AsyncGenerator<Page<K>>;
 }

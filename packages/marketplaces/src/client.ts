@@ -3,8 +3,20 @@
  * an overall deadline per request (a slow-drip body must not hold a poll cycle forever), and
  * every failure turned into an AppError whose `retryable` flag the poller acts on.
  */
+import { promisify } from 'node:util';
+import { brotliDecompress, gunzip, inflate } from 'node:zlib';
 import { AppError } from '@skinprices/domain';
 import { Pool } from 'undici';
+
+type Decoder = (buf: Buffer, o: { maxOutputLength: number }, cb: (err: Error | null, out: Buffer) => void) => void;
+const decoder = (fn: Decoder) => promisify(fn) as (buf: Buffer, o: { maxOutputLength: number }) => Promise<Buffer>;
+const DECODERS: Record<string, (buf: Buffer, o: { maxOutputLength: number }) => Promise<Buffer>> = {
+  br: decoder(brotliDecompress),
+  gzip: decoder(gunzip),
+  deflate: decoder(inflate),
+};
+
+export type ResponseHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
 export interface UpstreamClientOptions {
   baseUrl: string;
@@ -18,6 +30,12 @@ export interface UpstreamClientOptions {
   deadlineMs?: number;
   /** Refuse bodies larger than this. @default 256 MiB */
   maxBodyBytes?: number;
+  /**
+   * Sent with every request besides `accept: application/json`: an upstream's Authorization, or
+   * `accept-encoding: br` where it requires Brotli. A compressed answer (br, gzip, deflate) is
+   * decoded here, within `maxBodyBytes` of decoded size. Values are never logged.
+   */
+  headers?: Record<string, string>;
   /** Called after every request (metrics). */
   onResponse?: (info: { path: string; status: number | 'error'; ms: number }) => void;
 }
@@ -82,6 +100,14 @@ export class UpstreamClient {
     this.clockSeen = true;
   }
 
+  private readonly headerListeners = new Set<(headers: ResponseHeaders) => void>();
+
+  /** Called with every response's headers (an adapter's rate-limit headers); returns an unsubscribe. */
+  onHeaders(listener: (headers: ResponseHeaders) => void): () => void {
+    this.headerListeners.add(listener);
+    return () => this.headerListeners.delete(listener);
+  }
+
   get market(): string {
     return this.options.market;
   }
@@ -117,10 +143,11 @@ export class UpstreamClient {
         method: 'GET',
         path: fullPath,
         signal: abort,
-        headers: { accept: 'application/json' },
+        headers: { ...this.options.headers, accept: 'application/json' },
       });
       status = res.statusCode;
       this.noteDate(res.headers.date);
+      for (const listener of this.headerListeners) listener(res.headers);
       if (res.statusCode === 429) {
         await res.body.dump();
         const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
@@ -149,7 +176,7 @@ export class UpstreamClient {
           retryable: false,
         });
       }
-      const text = await res.body.text();
+      const text = await this.decode(res.headers['content-encoding'], Buffer.from(await res.body.arrayBuffer()), max, path);
       try {
         return JSON.parse(text) as unknown;
       } catch (err) {
@@ -186,6 +213,30 @@ export class UpstreamClient {
       });
     } finally {
       this.options.onResponse?.({ path, status, ms: performance.now() - started });
+    }
+  }
+
+  /** The body as text, decoded from its content-encoding; a body that will not decode is malformed. */
+  private async decode(encoding: string | string[] | undefined, raw: Buffer, max: number, path: string): Promise<string> {
+    const name = String(encoding ?? 'identity').trim().toLowerCase();
+    if (name === 'identity' || name === '') return raw.toString('utf8');
+    const decoder = DECODERS[name];
+    const details = { market: this.options.market, path, encoding: name };
+    if (!decoder)
+      throw new AppError('upstream_malformed', `${this.options.market}: unknown content-encoding '${name}' on ${path}`, {
+        details,
+        retryable: false,
+      });
+    try {
+      return (await decoder(raw, { maxOutputLength: max })).toString('utf8');
+    } catch (err) {
+      // A cut-short stream is transient (retry); a body past the limit is not.
+      const tooBig = (err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE';
+      throw new AppError('upstream_malformed', `${this.options.market}: ${name} body of ${path} does not decode (${String(err)})`, {
+        cause: err,
+        details,
+        retryable: !tooBig,
+      });
     }
   }
 

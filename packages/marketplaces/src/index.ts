@@ -7,6 +7,10 @@ import { priceMapAdapter } from './adapters/price-map.js';
 import { rawListingsAdapter } from './adapters/raw-listings.js';
 import { storeAdapter } from './adapters/store.js';
 import { usdCatalogueAdapter } from './adapters/usd-catalogue.js';
+import { csfloatAdapter } from './adapters/csfloat.js';
+import { dmarketAdapter } from './adapters/dmarket.js';
+import { skinportAdapter } from './adapters/skinport.js';
+import { steamMarketAdapter } from './adapters/steam-market.js';
 
 const ADAPTERS: Record<UpstreamFormat, Adapter> = {
   'goods-cursor': goodsCursorAdapter,
@@ -16,13 +20,17 @@ const ADAPTERS: Record<UpstreamFormat, Adapter> = {
   'usd-catalogue': usdCatalogueAdapter,
   store: storeAdapter,
   history: historyAdapter,
+  skinport: skinportAdapter,
+  dmarket: dmarketAdapter,
+  csfloat: csfloatAdapter,
+  'steam-market': steamMarketAdapter,
 };
 
 export function adapterFor(format: UpstreamFormat): Adapter {
   return ADAPTERS[format];
 }
 
-export type { Adapter, FetchContext, KindInput, SalesWindow } from './adapter.js';
+export type { Adapter, Credentials, FetchContext, KindInput, SalesWindow, UpstreamLimits } from './adapter.js';
 export { UpstreamClient, parseRetryAfter, type UpstreamClientOptions } from './client.js';
 export type * from './rows.js';
 export { PHASE_BY_TAG_ID } from './adapters/goods-pages.js';

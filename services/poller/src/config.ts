@@ -1,4 +1,4 @@
-import { MARKET_SLUGS, getMarket, type Market } from '@skinprices/domain';
+import { MARKET_SLUGS, UPSTREAM_FORMATS, getMarket, type Market } from '@skinprices/domain';
 import type { Kind } from '@skinprices/marketplaces';
 import { commonEnv, intFromEnv } from '@skinprices/runtime';
 import { z } from 'zod';
@@ -9,6 +9,15 @@ export const pollerConfigSchema = z.object({
   ...commonEnv,
   MARKET: z.enum(MARKET_SLUGS).describe('the marketplace this process polls'),
   UPSTREAM_BASE_URL: z.url().describe("base URL of the marketplace's API (the simulator's port for it)"),
+  UPSTREAM_FORMAT: z
+    .enum(UPSTREAM_FORMATS)
+    .optional()
+    .describe("the upstream's API format (skinport, dmarket, csfloat, steam-market …); unset: the registry's for MARKET"),
+  UPSTREAM_API_KEY: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('credential for formats that need one (csfloat: Authorization); never logged'),
   TOPIC_SUFFIX: z.string().default('').describe('appended to every topic name (tests use their own topics)'),
   POLL_LISTINGS_MS: ms(0).describe('listing cycle interval; 0: the registry default (5 min)'),
   POLL_BUYORDERS_MS: ms(0).describe('buy-order cycle interval; 0: the registry default (CN-A 30 min, CN-B 10 min)'),
@@ -34,6 +43,12 @@ export const pollerConfigSchema = z.object({
   METRICS_PORT: intFromEnv(0, 65535).optional().describe('Prometheus /metrics port; unset: no endpoint'),
 });
 export type PollerConfig = z.infer<typeof pollerConfigSchema>;
+
+/** The registry's marketplace, speaking the configured format where one is given. */
+export function marketFor(c: PollerConfig): Market {
+  const market = getMarket(c.MARKET);
+  return c.UPSTREAM_FORMAT ? { ...market, upstreamFormat: c.UPSTREAM_FORMAT } : market;
+}
 
 /** Per-kind intervals: config overrides where given, else the registry's refresh intervals. */
 export function intervalsFor(market: Market, c: PollerConfig): Partial<Record<Kind, number>> {

@@ -2,5 +2,5 @@
 export { Poller, type CycleResult, type JobState, type PollerDeps, type PollerOptions } from './poller.js';
 export { PollerMetrics } from './metrics.js';
 export { intervalsFor, pollerConfigSchema, type PollerConfig } from './config.js';
-export { CircuitBreaker, RateLimiter, withRetry } from './resilience.js';
+export { CircuitBreaker, TokenBucket, withRetry } from './resilience.js';
 export { EVENT_OF } from './events.js';

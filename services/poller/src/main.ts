@@ -1,14 +1,20 @@
 /** Wires one marketplace's poller: config → clients → Poller; named shutdown handlers. */
 import { createKafka, EventProducer, EventSerde } from '@skinprices/events';
-import { UpstreamClient } from '@skinprices/marketplaces';
+import { AppError } from '@skinprices/domain';
+import { adapterFor, UpstreamClient } from '@skinprices/marketplaces';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
-import { getMarket, intervalsFor, pollerConfigSchema } from './config.js';
+import { intervalsFor, marketFor, pollerConfigSchema } from './config.js';
 import { PollerMetrics } from './metrics.js';
 import { Poller } from './poller.js';
 
 const config = parseConfig(pollerConfigSchema, process.env);
-const market = getMarket(config.MARKET);
+const market = marketFor(config);
+const adapter = adapterFor(market.upstreamFormat);
 const logger = createLogger(`poller-${market.slug}`, config.LOG_LEVEL);
+if (adapter.needsApiKey && !config.UPSTREAM_API_KEY)
+  throw new AppError('config_invalid', `UPSTREAM_API_KEY is required for the ${adapter.format} format`, {
+    retryable: false,
+  });
 const shutdown = new ShutdownManager(logger);
 const metrics = new PollerMetrics();
 
@@ -21,6 +27,8 @@ const client = new UpstreamClient({
   connections: config.UPSTREAM_CONNECTIONS,
   headersTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
   deadlineMs: config.UPSTREAM_DEADLINE_MS,
+  // The key goes into a header and nowhere else: the config is never logged whole.
+  headers: adapter.requestHeaders?.({ apiKey: config.UPSTREAM_API_KEY }),
   onResponse: ({ status, ms }) => {
     metrics.requests.inc({ market: market.slug, status: String(status) });
     metrics.requestSeconds.observe({ market: market.slug }, ms / 1000);
@@ -41,7 +49,15 @@ const poller = new Poller(
     salesLookbackMs: config.SALES_LOOKBACK_MS,
     historyBackfillDays: config.HISTORY_BACKFILL_DAYS,
   },
-  { client, producer, serde: new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL }), admin, logger, metrics },
+  {
+    client,
+    producer,
+    serde: new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL }),
+    admin,
+    logger,
+    metrics,
+    adapter,
+  },
 );
 
 await producer.connect();
@@ -59,4 +75,7 @@ poller.start();
 // then the producer flushes and disconnects.
 shutdown.register('poller', () => poller.stop());
 shutdown.listen();
-logger.info({ kinds: poller.kinds, upstream: config.UPSTREAM_BASE_URL }, 'poller started');
+logger.info(
+  { kinds: poller.kinds, upstream: config.UPSTREAM_BASE_URL, format: market.upstreamFormat },
+  'poller started',
+);

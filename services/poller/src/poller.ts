@@ -40,7 +40,7 @@ import type { Admin, RecordMetadata } from 'kafkajs';
 import { cycleOutcome, endOffsetsFrom, removalsAllowed, type EndOffsets } from './cycle-end.js';
 import { DATA_KIND, DELTA_KINDS, EVENT_OF, removalOf, rowKey, toEvent } from './events.js';
 import type { PollerMetrics } from './metrics.js';
-import { CircuitBreaker, RateLimiter, withRetry } from './resilience.js';
+import { CircuitBreaker, TokenBucket, withRetry } from './resilience.js';
 
 const CAPABILITY_KIND: Record<Capability, Kind> = {
   listings: 'LISTINGS',
@@ -120,7 +120,7 @@ class Job {
 
 export class Poller {
   private readonly jobs: Job[];
-  private readonly limiter: RateLimiter;
+  private readonly limiter: TokenBucket;
   private readonly circuit: CircuitBreaker;
   private readonly adapter: Adapter;
   private readonly stopCtl = new AbortController();
@@ -137,7 +137,19 @@ export class Poller {
       (k) => this.adapter.kinds.includes(k) && offered.has(k),
     );
     this.jobs = kinds.map((k) => new Job(k));
-    this.limiter = new RateLimiter(options.requestsPerSecond);
+    // The stricter of our configuration and what the real upstream documents.
+    const limits = this.adapter.limits;
+    this.limiter = new TokenBucket(
+      limits && limits.requestsPerSecond < options.requestsPerSecond
+        ? { perSecond: limits.requestsPerSecond, burst: Math.min(limits.burst, options.requestsPerSecond) }
+        : { perSecond: options.requestsPerSecond },
+    );
+    const fromHeaders = limits?.pauseFromHeaders;
+    if (fromHeaders)
+      deps.client.onHeaders((headers) => {
+        const until = fromHeaders(headers, Date.now());
+        if (until !== undefined) this.limiter.pauseUntil(until);
+      });
     this.circuit = new CircuitBreaker(options.circuitThreshold, options.circuitCoolDownMs);
   }
 
@@ -270,6 +282,7 @@ export class Poller {
           baseMs: this.options.backoffBaseMs,
           maxMs: this.options.backoffMaxMs,
           limiter: this.limiter,
+          bare429Ms: this.adapter.limits?.bare429BackoffMs,
           signal: this.stopCtl.signal,
           onRetry: (err, attempt, waitMs) =>
             logger.warn({ kind, code: err.code, attempt, waitMs, msg: err.message }, 'retrying upstream request'),

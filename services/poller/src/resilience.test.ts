@@ -5,7 +5,7 @@
 import type * as timersPromises from 'node:timers/promises';
 import { AppError } from '@skinprices/domain';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { backoffMs, CircuitBreaker, RateLimiter, withRetry } from './resilience.js';
+import { backoffMs, CircuitBreaker, TokenBucket, withRetry } from './resilience.js';
 
 // resilience.ts sleeps with node:timers/promises' setTimeout, which vitest's fake clock does not
 // replace (it fakes the global timers only), so those sleeps would stay real. Route them through
@@ -31,7 +31,7 @@ vi.mock('node:timers/promises', async (importOriginal) => ({
 beforeEach(() => void vi.useFakeTimers());
 afterEach(() => void vi.useRealTimers());
 
-const fast = () => ({ retries: 3, baseMs: 1, maxMs: 5, limiter: new RateLimiter(1000) });
+const fast = () => ({ retries: 3, baseMs: 1, maxMs: 5, limiter: new TokenBucket({ perSecond: 1000 }) });
 
 describe('withRetry', () => {
   it('retries retryable errors and returns the first success', async () => {
@@ -121,9 +121,9 @@ describe('CircuitBreaker', () => {
   });
 });
 
-describe('RateLimiter', () => {
+describe('TokenBucket', () => {
   it('spaces requests at the configured rate: a burst of 20, then one per 50 ms', async () => {
-    const limiter = new RateLimiter(20);
+    const limiter = new TokenBucket({ perSecond: 20 });
     const started = Date.now();
     let acquired = 0;
     const all = (async () => {
@@ -143,7 +143,7 @@ describe('RateLimiter', () => {
   });
 
   it('holds every request until a pause (Retry-After) is over', async () => {
-    const limiter = new RateLimiter(1000);
+    const limiter = new TokenBucket({ perSecond: 1000 });
     limiter.pauseUntil(Date.now() + 2_000);
     let done = false;
     const p = limiter.acquire().then(() => (done = true));
@@ -155,7 +155,7 @@ describe('RateLimiter', () => {
   });
 
   it('gives up waiting at once when its signal aborts', async () => {
-    const limiter = new RateLimiter(1000);
+    const limiter = new TokenBucket({ perSecond: 1000 });
     limiter.pauseUntil(Date.now() + 60_000);
     const abort = new AbortController();
     const outcome = expect(limiter.acquire(abort.signal)).rejects.toMatchObject({ name: 'AbortError' });

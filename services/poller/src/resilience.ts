@@ -6,14 +6,22 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AppError, isRetryable } from '@skinprices/domain';
 
-export class RateLimiter {
+/**
+ * A token bucket for one upstream: `burst` requests at once, then `perSecond` sustained (which
+ * may be far below one: Skinport allows 8 per 5 minutes). Not the API's per-key limiter.
+ */
+export class TokenBucket {
   private tokens: number;
   private last = Date.now();
   private pausedUntil = 0;
+  private readonly perSecond: number;
+  private readonly burst: number;
 
-  /** @param rps requests per second (also the burst). */
-  constructor(private readonly rps: number) {
-    this.tokens = rps;
+  constructor(rate: { perSecond: number; burst?: number }) {
+    this.perSecond = rate.perSecond;
+    // At least one token, or a rate below 1/s could never send its first request.
+    this.burst = Math.max(1, rate.burst ?? rate.perSecond);
+    this.tokens = this.burst;
   }
 
   /** No request before `until` (epoch ms): the upstream said Retry-After. */
@@ -28,13 +36,13 @@ export class RateLimiter {
         await sleep(this.pausedUntil - now, undefined, { signal });
         continue;
       }
-      this.tokens = Math.min(this.rps, this.tokens + ((now - this.last) / 1000) * this.rps);
+      this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.perSecond);
       this.last = now;
       if (this.tokens >= 1) {
         this.tokens -= 1;
         return;
       }
-      await sleep(Math.ceil(((1 - this.tokens) / this.rps) * 1000), undefined, { signal });
+      await sleep(Math.ceil(((1 - this.tokens) / this.perSecond) * 1000), undefined, { signal });
     }
   }
 }
@@ -46,7 +54,9 @@ export interface RetryOptions {
   baseMs: number;
   /** Largest backoff. @default 15000 */
   maxMs: number;
-  limiter: RateLimiter;
+  limiter: TokenBucket;
+  /** Wait after a 429 without Retry-After (the format's documented habit); absent: the backoff. */
+  bare429Ms?: number;
   signal?: AbortSignal;
   random?: () => number;
   onRetry?: (err: AppError, attempt: number, waitMs: number) => void;
@@ -68,7 +78,11 @@ export async function withRetry<T>(fn: () => Promise<T>, o: RetryOptions): Promi
       const e = err as AppError;
       const retryAfter = e.details.retryAfterMs;
       let wait = backoffMs(attempt + 1, o.baseMs, o.maxMs, random);
-      if (typeof retryAfter === 'number') {
+      if (retryAfter === undefined && e.code === 'upstream_rate_limited' && o.bare429Ms !== undefined) {
+        // A bare 429 (Steam): the ban lasts about this long whatever we do; every job waits it out.
+        o.limiter.pauseUntil(Date.now() + o.bare429Ms);
+        wait = o.bare429Ms + Math.floor(random() * o.baseMs);
+      } else if (typeof retryAfter === 'number') {
         // Honour the upstream's word, plus jitter so several pollers do not return in step.
         o.limiter.pauseUntil(Date.now() + retryAfter);
         wait = retryAfter + Math.floor(random() * o.baseMs);

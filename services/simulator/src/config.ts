@@ -1,3 +1,4 @@
+import { isMarketSlug, UPSTREAM_FORMATS, type MarketSlug, type UpstreamFormat } from '@skinprices/domain';
 import { intFromEnv } from '@skinprices/runtime';
 import { z } from 'zod';
 
@@ -19,5 +20,24 @@ export const simulatorConfigSchema = z.object({
     .describe('distinct market_hash_names; 35000 is the real catalogue'),
   SIM_SPEED: z.coerce.number().min(0).max(1_000_000).default(1).describe('simulated seconds per real second'),
   SIM_START: z.string().optional().describe('simulated start time, ISO 8601; default: now'),
+  SIM_FORMATS: z
+    .string()
+    .default('')
+    .transform((v, ctx) => parseFormats(v, ctx))
+    .describe("marketplaces served in another format, e.g. 'eu-a=skinport,usd-2=dmarket'"),
 });
 export type SimulatorConfig = z.infer<typeof simulatorConfigSchema>;
+
+/** `eu-a=skinport,usd-2=dmarket` → { 'eu-a': 'skinport', … }; an unknown slug or format is a config error. */
+function parseFormats(value: string, ctx: z.RefinementCtx): Partial<Record<MarketSlug, UpstreamFormat>> {
+  const out: Partial<Record<MarketSlug, UpstreamFormat>> = {};
+  for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const [slug, format] = pair.split('=').map((p) => p.trim());
+    if (!isMarketSlug(slug) || !(UPSTREAM_FORMATS as readonly string[]).includes(format ?? '')) {
+      ctx.addIssue({ code: 'custom', message: `'${pair}': expected <market>=<format> (formats: ${UPSTREAM_FORMATS.join(', ')})` });
+      return z.NEVER;
+    }
+    out[slug] = format as UpstreamFormat;
+  }
+  return out;
+}

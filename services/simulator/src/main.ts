@@ -21,6 +21,7 @@ const running = await simulator.start({
   host: config.SIM_HOST,
   controlPort: config.SIM_CONTROL_PORT,
   basePort: config.SIM_BASE_PORT,
+  formats: config.SIM_FORMATS,
 });
 shutdown.register('simulator', () => running.stop());
 shutdown.listen();

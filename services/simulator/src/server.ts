@@ -6,12 +6,21 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { getMarket, isMarketSlug, MARKETS, parsePrice, PRICE_SCALE, type MarketSlug } from '@skinprices/domain';
+import { brotliCompressSync, constants as zlibConstants } from 'node:zlib';
+import {
+  getMarket,
+  isMarketSlug,
+  MARKETS,
+  parsePrice,
+  PRICE_SCALE,
+  type MarketSlug,
+  type UpstreamFormat,
+} from '@skinprices/domain';
 import type { Logger } from '@skinprices/runtime';
 import type { SimClock } from './clock.js';
 import type { Extras } from './extras.js';
 import { duplicateFirst, emptyFirstList, type FaultBoard, type FaultSpec, zeroPrices } from './faults.js';
-import { ROUTES, type SimContext } from './formats/index.js';
+import { ROUTES, type SimContext, type UpstreamResponse } from './formats/index.js';
 import type { MarketModel } from './model.js';
 import { truth, TRUTH_KINDS, type TruthKind } from './truth.js';
 
@@ -29,6 +38,11 @@ export interface SimulatorOptions {
   controlPort: number;
   /** Marketplace i listens on basePort + i (0: free ports). */
   basePort: number;
+  /**
+   * Marketplaces served in another upstream format than the registry's (eu-a as Skinport …):
+   * the simulator side of pointing a poller at a real marketplace's format.
+   */
+  formats?: Partial<Record<MarketSlug, UpstreamFormat>>;
 }
 
 export interface RunningSimulator {
@@ -63,9 +77,14 @@ export class Simulator {
   /** Per marketplace: requests answered and the wall-clock time of the first (benchmarks time cold starts from it). */
   private readonly traffic = new Map<MarketSlug, { requests: number; first_at: number }>();
 
+  /** Per marketplace, the format it is served in. */
+  private readonly formatOf = new Map<MarketSlug, UpstreamFormat>(MARKETS.map((m) => [m.slug, m.upstreamFormat]));
+
   constructor(private readonly deps: SimulatorDeps) {}
 
   async start(options: SimulatorOptions): Promise<RunningSimulator> {
+    for (const [slug, format] of Object.entries(options.formats ?? {}))
+      if (isMarketSlug(slug) && format) this.formatOf.set(slug, format);
     const marketUrls = {} as Record<MarketSlug, string>;
     for (const [i, m] of MARKETS.entries()) {
       const port = options.basePort === 0 ? 0 : options.basePort + i;
@@ -105,13 +124,13 @@ export class Simulator {
     else this.traffic.set(market, { requests: 1, first_at: Date.now() });
     try {
       const url = new URL(req.url ?? '/', 'http://sim');
-      const route = ROUTES[getMarket(market).upstreamFormat][url.pathname];
+      const route = ROUTES[this.formatOf.get(market) ?? getMarket(market).upstreamFormat][url.pathname];
       if (req.method !== 'GET' || !route) return json(res, 404, { error: 'not found' }, simDate(this.deps.clock));
       const faults = this.deps.faults.pick(market, url.pathname);
       for (const f of faults) if (f.kind === 'latency') await sleep(f.latencyMs ?? 1000);
       const ctx: SimContext = { model: this.deps.model, extras: this.deps.extras, clock: this.deps.clock, market };
-      const answer = route(ctx, url.searchParams);
-      await this.send(res, answer.status, answer.body, faults);
+      const answer = route(ctx, url.searchParams, { headers: req.headers });
+      await this.send(res, answer, faults);
     } catch (err) {
       this.deps.logger.error({ err, market }, 'simulator route failed');
       if (!res.headersSent) json(res, 500, { error: 'internal' });
@@ -119,8 +138,9 @@ export class Simulator {
   }
 
   /** Writes the answer, bent by whichever fault fired (the first one that changes the body wins). */
-  private async send(res: ServerResponse, status: number, body: unknown, faults: FaultSpec[]): Promise<void> {
-    const date = simDate(this.deps.clock);
+  private async send(res: ServerResponse, answer: UpstreamResponse, faults: FaultSpec[]): Promise<void> {
+    const { status, body } = answer;
+    const date = { ...simDate(this.deps.clock), ...answer.headers };
     const fault = faults.find((f) => f.kind !== 'latency');
     switch (fault?.kind) {
       case 'error5xx':
@@ -155,14 +175,29 @@ export class Simulator {
         return void res.end();
       }
       case 'emptyPage':
-        return json(res, status, emptyFirstList(body), date);
+        return this.answer(res, { ...answer, body: emptyFirstList(body) }, date);
       case 'duplicates':
-        return json(res, status, duplicateFirst(body), date);
+        return this.answer(res, { ...answer, body: duplicateFirst(body) }, date);
       case 'zeroPrices':
-        return json(res, status, zeroPrices(body), date);
+        return this.answer(res, { ...answer, body: zeroPrices(body) }, date);
       default:
-        return json(res, status, body, date);
+        return this.answer(res, answer, date);
     }
+  }
+
+  /** An answer as its format sends it: JSON, Brotli-compressed where the format does that. */
+  private answer(res: ServerResponse, answer: UpstreamResponse, headers: Record<string, string>): void {
+    if (answer.encoding !== 'br') return json(res, answer.status, answer.body, headers);
+    const text = brotliCompressSync(JSON.stringify(answer.body), {
+      params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 4 },
+    });
+    res.writeHead(answer.status, {
+      'content-type': 'application/json',
+      'content-encoding': 'br',
+      'content-length': text.length,
+      ...headers,
+    });
+    res.end(text);
   }
 
   private async serveControl(
@@ -183,7 +218,7 @@ export class Simulator {
             200,
             MARKETS.map((m) => ({
               slug: m.slug,
-              format: m.upstreamFormat,
+              format: this.formatOf.get(m.slug),
               currency: m.currency,
               baseUrl: marketUrls[m.slug],
             })),

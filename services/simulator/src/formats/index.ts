@@ -7,6 +7,10 @@ import { rawListingsRoutes } from './raw-listings.js';
 import { storeRoutes } from './store.js';
 import type { Route } from './types.js';
 import { usdCatalogueRoutes } from './usd-catalogue.js';
+import { csfloatRoutes } from './csfloat.js';
+import { dmarketRoutes } from './dmarket.js';
+import { skinportRoutes } from './skinport.js';
+import { steamMarketRoutes } from './steam-market.js';
 
 export const ROUTES: Record<UpstreamFormat, Record<string, Route>> = {
   'goods-cursor': goodsCursorRoutes,
@@ -16,5 +20,9 @@ export const ROUTES: Record<UpstreamFormat, Record<string, Route>> = {
   'usd-catalogue': usdCatalogueRoutes,
   store: storeRoutes,
   history: historyRoutes,
+  skinport: skinportRoutes,
+  dmarket: dmarketRoutes,
+  csfloat: csfloatRoutes,
+  'steam-market': steamMarketRoutes,
 };
-export type { Route, SimContext, UpstreamResponse } from './types.js';
+export type { Route, RouteRequest, SimContext, UpstreamResponse } from './types.js';

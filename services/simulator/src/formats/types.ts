@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { MarketSlug } from '@skinprices/domain';
 import type { SimClock } from '../clock.js';
 import type { Extras } from '../extras.js';
@@ -14,9 +15,18 @@ export interface SimContext {
 export interface UpstreamResponse {
   status: number;
   body: unknown;
+  /** Extra response headers (rate-limit headers, Retry-After where the real upstream sends one). */
+  headers?: Record<string, string>;
+  /** Compress the body this way (Skinport answers only in Brotli). */
+  encoding?: 'br';
 }
 
-export type Route = (ctx: SimContext, query: URLSearchParams) => UpstreamResponse;
+/** The parts of the request a route may look at (Accept-Encoding, Authorization). */
+export interface RouteRequest {
+  headers: IncomingHttpHeaders;
+}
+
+export type Route = (ctx: SimContext, query: URLSearchParams, req: RouteRequest) => UpstreamResponse;
 
 export const ok = (body: unknown): UpstreamResponse => ({ status: 200, body });
 export const badRequest = (message: string): UpstreamResponse => ({ status: 400, body: { error: message } });

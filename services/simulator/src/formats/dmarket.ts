@@ -1,0 +1,4 @@
+/** PLACEHOLDER (issue 16): being written; replaced by the real format before this lands. */
+import type { Route } from './types.js';
+
+export const dmarketRoutes: Record<string, Route> = {};
