@@ -46,7 +46,10 @@ export interface UpstreamLimits {
    * Reads an upstream's rate-limit headers (CSFloat: x-ratelimit-remaining / -reset) after every
    * response: the epoch ms before which no further request should be sent, or undefined.
    */
-  pauseFromHeaders?: (headers: Readonly<Record<string, string | string[] | undefined>>, now: number) => number | undefined;
+  pauseFromHeaders?: (
+    headers: Readonly<Record<string, string | string[] | undefined>>,
+    now: number,
+  ) => number | undefined;
 }
 
 /** What a deployment gives an adapter that needs it; never logged. */

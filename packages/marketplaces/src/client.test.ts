@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { parseRetryAfter, UpstreamClient } from './client.js';
 
@@ -82,6 +83,84 @@ describe('UpstreamClient.upstreamNow', () => {
     } finally {
       await client.close();
       server.close();
+    }
+  });
+});
+
+describe('UpstreamClient: request headers and compressed bodies', () => {
+  const body = JSON.stringify({ items: [{ market_hash_name: 'AK-47 | Redline (Field-Tested)', min_price: 12.34 }] });
+
+  /** A server that answers `encode(body)` with the given content-encoding and records request headers. */
+  async function serve(encoding: string | undefined, bytes: Buffer) {
+    const seen: Record<string, string | string[] | undefined>[] = [];
+    const server = createServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'x-ratelimit-remaining': '7',
+        ...(encoding ? { 'content-encoding': encoding } : {}),
+      });
+      res.end(bytes);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    return { seen, url: `http://127.0.0.1:${port}`, close: () => server.close() };
+  }
+
+  it.each([
+    ['br', brotliCompressSync(body)],
+    ['gzip', gzipSync(body)],
+    ['deflate', deflateSync(body)],
+    [undefined, Buffer.from(body)],
+  ])('decodes a %s body and sends the configured headers', async (encoding, bytes) => {
+    const up = await serve(encoding, bytes);
+    const client = new UpstreamClient({
+      baseUrl: up.url,
+      market: 'eu-a',
+      headers: { 'accept-encoding': 'br', authorization: 'secret-key' },
+    });
+    const headers: unknown[] = [];
+    client.onHeaders((h) => headers.push(h['x-ratelimit-remaining']));
+    try {
+      expect(await client.getJson('/v1/items')).toEqual(JSON.parse(body));
+      expect(up.seen[0]).toMatchObject({
+        'accept-encoding': 'br',
+        authorization: 'secret-key',
+        accept: 'application/json',
+      });
+      expect(headers).toEqual(['7']);
+    } finally {
+      await client.close();
+      up.close();
+    }
+  });
+
+  it('refuses an unknown content-encoding, and a body that does not decode, as malformed', async () => {
+    for (const [encoding, bytes, retryable] of [
+      ['zstd', Buffer.from(body), false],
+      ['br', Buffer.from('not brotli at all'), true],
+    ] as const) {
+      const up = await serve(encoding, bytes);
+      const client = new UpstreamClient({ baseUrl: up.url, market: 'eu-a' });
+      try {
+        await expect(client.getJson('/v1/items')).rejects.toMatchObject({ code: 'upstream_malformed', retryable });
+      } finally {
+        await client.close();
+        up.close();
+      }
+    }
+  });
+
+  it('refuses a compressed body that decodes past maxBodyBytes (a decompression bomb), without retry', async () => {
+    const bomb = brotliCompressSync(Buffer.alloc(5_000_000, 0x20));
+    expect(bomb.length).toBeLessThan(10_000);
+    const up = await serve('br', bomb);
+    const client = new UpstreamClient({ baseUrl: up.url, market: 'eu-a', maxBodyBytes: 1_000_000 });
+    try {
+      await expect(client.getJson('/v1/items')).rejects.toMatchObject({ code: 'upstream_malformed', retryable: false });
+    } finally {
+      await client.close();
+      up.close();
     }
   });
 });

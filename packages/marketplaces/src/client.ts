@@ -176,7 +176,12 @@ export class UpstreamClient {
           retryable: false,
         });
       }
-      const text = await this.decode(res.headers['content-encoding'], Buffer.from(await res.body.arrayBuffer()), max, path);
+      const text = await this.decode(
+        res.headers['content-encoding'],
+        Buffer.from(await res.body.arrayBuffer()),
+        max,
+        path,
+      );
       try {
         return JSON.parse(text) as unknown;
       } catch (err) {
@@ -217,26 +222,41 @@ export class UpstreamClient {
   }
 
   /** The body as text, decoded from its content-encoding; a body that will not decode is malformed. */
-  private async decode(encoding: string | string[] | undefined, raw: Buffer, max: number, path: string): Promise<string> {
-    const name = String(encoding ?? 'identity').trim().toLowerCase();
+  private async decode(
+    encoding: string | string[] | undefined,
+    raw: Buffer,
+    max: number,
+    path: string,
+  ): Promise<string> {
+    const name = String(encoding ?? 'identity')
+      .trim()
+      .toLowerCase();
     if (name === 'identity' || name === '') return raw.toString('utf8');
     const decoder = DECODERS[name];
     const details = { market: this.options.market, path, encoding: name };
     if (!decoder)
-      throw new AppError('upstream_malformed', `${this.options.market}: unknown content-encoding '${name}' on ${path}`, {
-        details,
-        retryable: false,
-      });
+      throw new AppError(
+        'upstream_malformed',
+        `${this.options.market}: unknown content-encoding '${name}' on ${path}`,
+        {
+          details,
+          retryable: false,
+        },
+      );
     try {
       return (await decoder(raw, { maxOutputLength: max })).toString('utf8');
     } catch (err) {
       // A cut-short stream is transient (retry); a body past the limit is not.
       const tooBig = (err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE';
-      throw new AppError('upstream_malformed', `${this.options.market}: ${name} body of ${path} does not decode (${String(err)})`, {
-        cause: err,
-        details,
-        retryable: !tooBig,
-      });
+      throw new AppError(
+        'upstream_malformed',
+        `${this.options.market}: ${name} body of ${path} does not decode (${String(err)})`,
+        {
+          cause: err,
+          details,
+          retryable: !tooBig,
+        },
+      );
     }
   }
 

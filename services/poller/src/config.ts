@@ -12,7 +12,9 @@ export const pollerConfigSchema = z.object({
   UPSTREAM_FORMAT: z
     .enum(UPSTREAM_FORMATS)
     .optional()
-    .describe("the upstream's API format (skinport, dmarket, csfloat, steam-market …); unset: the registry's for MARKET"),
+    .describe(
+      "the upstream's API format (skinport, dmarket, csfloat, steam-market …); unset: the registry's for MARKET",
+    ),
   UPSTREAM_API_KEY: z
     .string()
     .min(1)

@@ -121,7 +121,71 @@ describe('CircuitBreaker', () => {
   });
 });
 
+describe('withRetry after a bare 429', () => {
+  it("waits the format's ban length, not the short backoff, and holds every other request too", async () => {
+    const limiter = new TokenBucket({ perSecond: 1000 });
+    const times: number[] = [];
+    const started = Date.now();
+    const result = withRetry(
+      async () => {
+        times.push(Date.now() - started);
+        if (times.length === 1) throw new AppError('upstream_rate_limited', '429', { details: {} });
+        return 'ok';
+      },
+      { retries: 3, baseMs: 1, maxMs: 5, limiter, bare429Ms: 60_000, random: () => 0 },
+    );
+    let other = false;
+    await vi.advanceTimersByTimeAsync(1);
+    const otherJob = limiter.acquire().then(() => (other = true));
+    await vi.advanceTimersByTimeAsync(59_000);
+    expect(other).toBe(false);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await result).toBe('ok');
+    await otherJob;
+    expect(times).toEqual([0, 60_000]);
+  });
+
+  it('a 429 with Retry-After still follows Retry-After', async () => {
+    const times: number[] = [];
+    const started = Date.now();
+    const result = withRetry(
+      async () => {
+        times.push(Date.now() - started);
+        if (times.length === 1)
+          throw new AppError('upstream_rate_limited', '429', { details: { retryAfterMs: 2_000 } });
+        return 'ok';
+      },
+      { ...fast(), bare429Ms: 60_000, random: () => 0 },
+    );
+    await vi.runAllTimersAsync();
+    expect(await result).toBe('ok');
+    expect(times).toEqual([0, 2_000]);
+  });
+});
+
 describe('TokenBucket', () => {
+  it('runs below one request per second: Skinport-like 8 per 5 minutes, a burst of 8, then one per 37.5 s', async () => {
+    const limiter = new TokenBucket({ perSecond: 8 / 300, burst: 8 });
+    const started = Date.now();
+    let acquired = 0;
+    const all = (async () => {
+      for (let i = 0; i < 10; i++) {
+        await limiter.acquire();
+        acquired++;
+      }
+    })();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(acquired).toBe(8);
+    await vi.advanceTimersByTimeAsync(37_499);
+    expect(acquired).toBe(8);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(acquired).toBe(9);
+    await vi.advanceTimersByTimeAsync(37_500);
+    await all;
+    expect(acquired).toBe(10);
+    expect(Date.now() - started).toBe(75_000);
+  });
+
   it('spaces requests at the configured rate: a burst of 20, then one per 50 ms', async () => {
     const limiter = new TokenBucket({ perSecond: 20 });
     const started = Date.now();

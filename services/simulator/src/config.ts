@@ -31,10 +31,17 @@ export type SimulatorConfig = z.infer<typeof simulatorConfigSchema>;
 /** `eu-a=skinport,usd-2=dmarket` → { 'eu-a': 'skinport', … }; an unknown slug or format is a config error. */
 function parseFormats(value: string, ctx: z.RefinementCtx): Partial<Record<MarketSlug, UpstreamFormat>> {
   const out: Partial<Record<MarketSlug, UpstreamFormat>> = {};
-  for (const pair of value.split(',').map((p) => p.trim()).filter(Boolean)) {
-    const [slug, format] = pair.split('=').map((p) => p.trim());
-    if (!isMarketSlug(slug) || !(UPSTREAM_FORMATS as readonly string[]).includes(format ?? '')) {
-      ctx.addIssue({ code: 'custom', message: `'${pair}': expected <market>=<format> (formats: ${UPSTREAM_FORMATS.join(', ')})` });
+  for (const pair of value
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const parts = pair.split('=').map((p) => p.trim());
+    const [slug, format] = parts;
+    if (parts.length !== 2 || !isMarketSlug(slug) || !(UPSTREAM_FORMATS as readonly string[]).includes(format ?? '')) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `'${pair}': expected <market>=<format> (formats: ${UPSTREAM_FORMATS.join(', ')})`,
+      });
       return z.NEVER;
     }
     out[slug] = format as UpstreamFormat;
