@@ -4,7 +4,8 @@
  * - float-ranged buckets, float buy orders and the store's book: whole snapshots each cycle,
  *   upserted here and pruned when the cycle's COMPLETE marker is applied (markers.ts);
  * - sales: immutable happenings, inserted once;
- * - history points (the history-only marketplace): daily closes in listing_daily.
+ * - history points (the history-only marketplace): daily closes in listing_daily, without a
+ *   candle (see HISTORY).
  * Every upsert is guarded by observed_at, so redelivery and replays change nothing.
  */
 import type {
@@ -131,6 +132,11 @@ const ORDER_BOOK: Spec<OrderBookEvent> = {
   key: ['market', 'market_hash_name', 'phase'],
 };
 
+/**
+ * The history-only marketplace publishes one close per day and nothing of the day's course: its
+ * rows leave open, high, low and open_at NULL (migration 0005) rather than invent them from the
+ * close. Updates touch only the columns below, so they stay NULL.
+ */
 const HISTORY: Spec<HistoryPointEvent> = {
   table: 'listing_daily',
   columns: ['market', 'market_hash_name', 'phase', 'day', 'close', 'count', 'observed_at'],

@@ -161,7 +161,76 @@ const MERGE = `
   WHERE $1::boolean
     AND (old.market IS NULL OR old.price IS DISTINCT FROM up.price OR old.count IS DISTINCT FROM up.count)`;
 
-/** History: the last observation per hour, and per day the last one with a price. */
+/**
+ * One history table's upsert of the staged batch: per bucket the close (the last observation:
+ * price, count, observed_at, ordered by observed_at then Kafka offset as the current state is),
+ * the open (the first priced observation, with when it was observed), the high and the low.
+ *
+ * The merge with the stored row is a join of two candles of the same bucket, so any batch split,
+ * order or redelivery of the same events gives the same row: the close from the later observed_at
+ * (strictly later, as before candles: on a tie the stored one stays), the open from the strictly
+ * earlier open_at (likewise), high the greater, low the lesser. An event older than the stored close therefore
+ * still lowers the low, raises the high or moves the open earlier. The WHERE only skips updates
+ * that change nothing (a redelivery writes no new row versions). open_at = '-infinity' marks a
+ * row written before candles were recorded (migration 0005): its open, high and low are unknown
+ * and stay NULL rather than becoming a candle of part of the bucket.
+ */
+function candleUpsert(t: {
+  table: 'listing_hourly' | 'listing_daily';
+  /** The bucket's key column. */
+  bucket: string;
+  /** The bucket of an observation, as an expression over the staged row. */
+  of: string;
+  /** The close's column. */
+  close: string;
+  /** Which staged observations count. */
+  where: string;
+}): string {
+  const last = (c: string) => `(array_agg(${c} ORDER BY observed_at DESC, kafka_offset DESC))[1]`;
+  const later = `excluded.observed_at > ${t.table}.observed_at`;
+  const unknown = `${t.table}.open_at = '-infinity'`;
+  return `
+    INSERT INTO ${t.table} (market, market_hash_name, phase, ${t.bucket}, ${t.close}, count, observed_at,
+                            open, high, low, open_at)
+    SELECT market, market_hash_name, phase, ${t.of}, ${last('price')}, ${last('count')}, max(observed_at),
+           (array_agg(price ORDER BY observed_at, kafka_offset) FILTER (WHERE price IS NOT NULL))[1],
+           max(price), min(price), min(observed_at) FILTER (WHERE price IS NOT NULL)
+    FROM stage_listings_current
+    WHERE ${t.where}
+    GROUP BY market, market_hash_name, phase, ${t.of}
+    ON CONFLICT (market, market_hash_name, phase, ${t.bucket}) DO UPDATE SET
+      ${t.close} = CASE WHEN ${later} THEN excluded.${t.close} ELSE ${t.table}.${t.close} END,
+      count = CASE WHEN ${later} THEN excluded.count ELSE ${t.table}.count END,
+      observed_at = greatest(${t.table}.observed_at, excluded.observed_at),
+      open = CASE WHEN ${t.table}.open_at IS NULL OR excluded.open_at < ${t.table}.open_at
+                  THEN excluded.open ELSE ${t.table}.open END,
+      open_at = least(${t.table}.open_at, excluded.open_at),
+      high = CASE WHEN ${unknown} THEN NULL ELSE greatest(${t.table}.high, excluded.high) END,
+      low = CASE WHEN ${unknown} THEN NULL ELSE least(${t.table}.low, excluded.low) END
+    WHERE ${later}
+       OR excluded.open_at < ${t.table}.open_at OR (${t.table}.open_at IS NULL AND excluded.open_at IS NOT NULL)
+       OR excluded.high > ${t.table}.high OR excluded.low < ${t.table}.low`;
+}
+
+/** Hourly candles of every observation (an hour without a price keeps NULL open/high/low). */
+const HOURLY = candleUpsert({
+  table: 'listing_hourly',
+  bucket: 'hour',
+  of: `date_trunc('hour', observed_at)`,
+  close: 'price',
+  where: 'observed_at >= $1',
+});
+
+/** Daily candles of the priced observations (a day without a price has no row). */
+const DAILY = candleUpsert({
+  table: 'listing_daily',
+  bucket: 'day',
+  of: `(observed_at AT TIME ZONE 'UTC')::date`,
+  close: 'close',
+  where: 'price IS NOT NULL',
+});
+
+/** History: hourly and daily candles (open, high, low, close and the close's count). */
 async function writeHistory(client: PoolClient, events: readonly ListingEvent[], retentionDays: number): Promise<void> {
   const { rows } = await client.query<{ now: Date | null }>('SELECT max(now) AS now FROM read_model_clock');
   const clock = rows[0]?.now?.getTime();
@@ -171,26 +240,6 @@ async function writeHistory(client: PoolClient, events: readonly ListingEvent[],
     client,
     events.map((e) => e.observed_at).filter((t) => t >= oldest),
   );
-  await client.query(
-    `INSERT INTO listing_hourly (market, market_hash_name, phase, hour, price, count, observed_at)
-     SELECT DISTINCT ON (market, market_hash_name, phase, date_trunc('hour', observed_at))
-            market, market_hash_name, phase, date_trunc('hour', observed_at), price, count, observed_at
-     FROM stage_listings_current
-     WHERE observed_at >= $1
-     ORDER BY market, market_hash_name, phase, date_trunc('hour', observed_at), observed_at DESC, kafka_offset DESC
-     ON CONFLICT (market, market_hash_name, phase, hour) DO UPDATE SET
-       price = excluded.price, count = excluded.count, observed_at = excluded.observed_at
-     WHERE excluded.observed_at > listing_hourly.observed_at`,
-    [new Date(oldest)],
-  );
-  await client.query(`
-    INSERT INTO listing_daily (market, market_hash_name, phase, day, close, count, observed_at)
-    SELECT DISTINCT ON (market, market_hash_name, phase, (observed_at AT TIME ZONE 'UTC')::date)
-           market, market_hash_name, phase, (observed_at AT TIME ZONE 'UTC')::date, price, count, observed_at
-    FROM stage_listings_current
-    WHERE price IS NOT NULL
-    ORDER BY market, market_hash_name, phase, (observed_at AT TIME ZONE 'UTC')::date, observed_at DESC, kafka_offset DESC
-    ON CONFLICT (market, market_hash_name, phase, day) DO UPDATE SET
-      close = excluded.close, count = excluded.count, observed_at = excluded.observed_at
-    WHERE excluded.observed_at > listing_daily.observed_at`);
+  await client.query(HOURLY, [new Date(oldest)]);
+  await client.query(DAILY);
 }
