@@ -121,31 +121,36 @@ describe('read API', () => {
     app.inject({ method: 'GET', url, headers: { ...(key ? { 'x-api-key': key } : {}), ...headers } });
 
   /** One concrete request per endpoint id. */
-  const SAMPLE: Record<EndpointId, () => { method: 'GET' | 'POST'; url: string; payload?: unknown; market?: string }> =
-    {
-      'GET /v1/prices/{market}': () => ({ method: 'GET', url: '/v1/prices/cn-b' }),
-      'GET /v1/prices/{market}/buyorder': () => ({ method: 'GET', url: '/v1/prices/cn-a/buyorder' }),
-      'GET /v1/prices/latest': () => ({ method: 'GET', url: '/v1/prices/latest' }),
-      'POST /v1/prices/latest': () => ({ method: 'POST', url: '/v1/prices/latest', payload: { items: [item.name] } }),
-      'GET /v1/prices/search': () => ({
-        method: 'GET',
-        url: `/v1/prices/search?market_hash_name=${encodeURIComponent(item.name)}`,
-      }),
-      'GET /v1/prices/{market}/history': () => ({
-        method: 'GET',
-        url: `/v1/prices/cn-a/history?market_hash_name=${encodeURIComponent(item.name)}`,
-      }),
-      'GET /v1/{store_market}': () => ({ method: 'GET', url: '/v1/store' }),
-      'GET /v2/prices/float-ranged': () => ({ method: 'GET', url: '/v2/prices/float-ranged?market=cn-a' }),
-      'GET /v1/prices/{market}/float-buyorder': () => ({ method: 'GET', url: '/v1/prices/cn-b/float-buyorder' }),
-      'GET /v1/market-sales/search': () => ({
-        method: 'GET',
-        url: `/v1/market-sales/search?market_hash_name=${encodeURIComponent(item.name)}`,
-      }),
-      'GET /v1/market-sales/export': () => ({ method: 'GET', url: '/v1/market-sales/export' }),
-      'GET /v1/indexes/market-cap': () => ({ method: 'GET', url: '/v1/indexes/market-cap' }),
-      'GET /v1/status': () => ({ method: 'GET', url: '/v1/status' }),
-    };
+  const SAMPLE: Record<
+    EndpointId,
+    () => { method: 'GET' | 'POST' | 'HEAD'; url: string; payload?: unknown; market?: string }
+  > = {
+    'GET /v1/prices/{market}': () => ({ method: 'GET', url: '/v1/prices/cn-b' }),
+    'GET /v1/prices/{market}/buyorder': () => ({ method: 'GET', url: '/v1/prices/cn-a/buyorder' }),
+    'GET /v1/prices/latest': () => ({ method: 'GET', url: '/v1/prices/latest' }),
+    'POST /v1/prices/latest': () => ({ method: 'POST', url: '/v1/prices/latest', payload: { items: [item.name] } }),
+    'GET /v1/prices/search': () => ({
+      method: 'GET',
+      url: `/v1/prices/search?market_hash_name=${encodeURIComponent(item.name)}`,
+    }),
+    'GET /v1/prices/{market}/history': () => ({
+      method: 'GET',
+      url: `/v1/prices/cn-a/history?market_hash_name=${encodeURIComponent(item.name)}`,
+    }),
+    'GET /v1/{store_market}': () => ({ method: 'GET', url: '/v1/store' }),
+    'GET /v2/prices/float-ranged': () => ({ method: 'GET', url: '/v2/prices/float-ranged?market=cn-a' }),
+    'GET /v1/prices/{market}/float-buyorder': () => ({ method: 'GET', url: '/v1/prices/cn-b/float-buyorder' }),
+    'GET /v1/market-sales/search': () => ({
+      method: 'GET',
+      url: `/v1/market-sales/search?market_hash_name=${encodeURIComponent(item.name)}`,
+    }),
+    'GET /v1/market-sales/export': () => ({ method: 'GET', url: '/v1/market-sales/export' }),
+    'GET /v1/indexes/market-cap': () => ({ method: 'GET', url: '/v1/indexes/market-cap' }),
+    'GET /v1/status': () => ({ method: 'GET', url: '/v1/status' }),
+    'GET /v1/prices/changes': () => ({ method: 'GET', url: '/v1/prices/changes?since=now' }),
+    // HEAD: the stream's headers only (a GET would follow changes until the client leaves).
+    'GET /v1/prices/stream': () => ({ method: 'HEAD', url: '/v1/prices/stream' }),
+  };
 
   it('plan × endpoint: every endpoint answers 200 to a plan that includes it and 403 otherwise', async () => {
     const rank: Record<Plan, number> = { basic: 0, pro: 1, enterprise: 2 };
@@ -162,7 +167,7 @@ describe('read API', () => {
         expect(res.statusCode, `${id} with ${plan}: ${res.body.slice(0, 200)}`).toBe(
           rank[plan] >= rank[need] ? 200 : 403,
         );
-        if (res.statusCode === 403) expect(res.json().error.code).toBe('plan_required');
+        if (res.statusCode === 403 && s.method !== 'HEAD') expect(res.json().error.code).toBe('plan_required');
       }
     // CN-A's individual float buy orders are enterprise; CN-B's range orders are pro.
     expect((await get('/v1/prices/cn-a/float-buyorder', k.pro)).statusCode).toBe(403);
@@ -322,7 +327,15 @@ describe('read API', () => {
       date: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
       price: expect.stringMatching(DEC),
       count: expect.any(Number),
+      // Candles (beyond the spec): close repeats price; low ≤ open, close ≤ high.
+      open: expect.stringMatching(DEC),
+      high: expect.stringMatching(DEC),
+      low: expect.stringMatching(DEC),
+      close: daily.points[0].price,
     });
+    const c = daily.points[0] as Record<'open' | 'high' | 'low' | 'close', string>;
+    expect(Number(c.low)).toBeLessThanOrEqual(Math.min(Number(c.open), Number(c.close)));
+    expect(Number(c.high)).toBeGreaterThanOrEqual(Math.max(Number(c.open), Number(c.close)));
     // Hourly snapshots are observations: a DELTA cycle does not observe an unchanged item.
     const hourly = (await get(`${url}&resolution=hourly`, k.basic)).json();
     expect(hourly.points.length).toBeGreaterThanOrEqual(1);

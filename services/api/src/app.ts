@@ -3,7 +3,7 @@
  * endpoint ACLs and rate limits; one error body everywhere. Fastify: routing with parametric
  * paths, hooks for the key check before any handler runs, body limits and content-type checks.
  */
-import { getMarket, isMarketSlug, MARKETS, type MarketSlug } from '@skinprices/domain';
+import { getMarket, MARKETS, type MarketSlug } from '@skinprices/domain';
 import type { SalesExportCache } from '@skinprices/exports';
 import type { Logger } from '@skinprices/runtime';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -19,8 +19,11 @@ import {
   routeMethods,
 } from './edge.js';
 import { ApiError, badParameter } from './errors.js';
+import { marketParam, optionalInt, parseMarkets, requiredString } from './params.js';
 import type { ApiKey, KeyStore } from './keys.js';
 import { FailedAuthLimiter, type RateLimiter } from './limits.js';
+import { registerChangeRoutes } from './changes/routes.js';
+import { ChangeWaker } from './changes/waker.js';
 import { ApiMetrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { registerReference } from './pages/reference.js';
@@ -69,6 +72,13 @@ export interface AppDeps {
   metrics?: ApiMetrics;
   /** The clock of the rate-limit windows (tests fix it). @default Date.now */
   clock?: () => number;
+  /**
+   * Wakes change streams on the materializer's NOTIFY (main.ts wires it to PgNotifications).
+   * @default one nobody notifies: streams poll the log every `changePollMs`
+   */
+  changeWaker?: ChangeWaker;
+  /** Longest a stream waits before looking at the change log without a notification. @default 5000 */
+  changePollMs?: number;
 }
 
 declare module 'fastify' {
@@ -93,41 +103,6 @@ function presentedKey(req: FastifyRequest): string | undefined {
   const auth = req.headers.authorization;
   const m = auth ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
   return m?.[1] ?? keyFromCookie(req);
-}
-
-/** Comma-separated or repeated `markets`, each a known slug among `allowed`. */
-function parseMarkets(value: unknown, allowed: readonly MarketSlug[]): MarketSlug[] {
-  if (value === undefined || value === '') return [...allowed];
-  const list: unknown[] = Array.isArray(value) ? value : [value];
-  if (!list.every((v): v is string => typeof v === 'string'))
-    throw badParameter('markets', 'a comma-separated string or an array of strings');
-  const parts = list
-    .flatMap((v) => v.split(','))
-    .map((s) => s.trim())
-    .filter(Boolean);
-  for (const p of parts)
-    if (!allowed.includes(p as MarketSlug)) throw badParameter('markets', `'${p}' is not one of ${allowed.join(', ')}`);
-  return [...new Set(parts)] as MarketSlug[];
-}
-
-function requiredString(q: Record<string, unknown>, name: string): string {
-  const v = q[name];
-  if (typeof v !== 'string' || v.trim() === '') throw badParameter(name, 'required');
-  if (v.length > 300) throw badParameter(name, 'at most 300 characters');
-  return v;
-}
-
-function optionalInt(q: Record<string, unknown>, name: string): number | undefined {
-  const v = q[name];
-  if (v === undefined || v === '') return undefined;
-  if (typeof v !== 'string' || !/^-?\d{1,9}$/.test(v)) throw badParameter(name, 'must be an integer');
-  return Number(v);
-}
-
-function marketParam(value: string, allowed: readonly MarketSlug[]): MarketSlug {
-  if (!isMarketSlug(value) || !allowed.includes(value))
-    throw new ApiError(404, 'not_found', `no such marketplace on this endpoint: '${value}'`);
-  return value;
 }
 
 /**
@@ -559,6 +534,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       plan: key(req).plan,
       timestamp: new Date().toISOString(),
     });
+  });
+
+  // ---- following changes (beyond the spec): changes/ ------------------------------------------------
+  registerChangeRoutes(app, {
+    log: deps.read.changeLog(),
+    waker: deps.changeWaker ?? new ChangeWaker(),
+    pollMs: deps.changePollMs,
   });
 
   // ---- status (beyond the spec) -------------------------------------------------------------------------

@@ -19,6 +19,8 @@ export type ApiErrorCode =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'not_available'
+  | 'cursor_expired'
+  | 'too_many_streams'
   | 'internal';
 
 export class ApiError extends Error {

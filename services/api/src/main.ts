@@ -3,6 +3,7 @@ import { SalesExportCache } from '@skinprices/exports';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
 import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/store';
 import { buildApp } from './app.js';
+import { ChangeWaker } from './changes/waker.js';
 import { apiConfigSchema, MIGRATIONS_DIR } from './config.js';
 import { KeyStore } from './keys.js';
 import { FailedAuthLimiter, MemoryRateLimiter, RedisRateLimiter } from './limits.js';
@@ -39,11 +40,14 @@ const version = new ReadModelVersion();
 shutdown.register('version', async () => version.stop());
 const keys = new KeyStore(keysPool);
 await keys.reload();
+const changeWaker = new ChangeWaker();
 // One connection follows both: the materializer's commits and changes to the key table.
 const notifications = new PgNotifications(
   readPool,
   [
     { channel: 'skinprices_readmodel', payload: config.DATABASE_SCHEMA, onNotify: (tags) => version.bump(tags) },
+    // The materializer's outbox numbered new changes into the change log: streams read them.
+    { channel: 'skinprices_changes', payload: config.DATABASE_SCHEMA, onNotify: () => changeWaker.notify() },
     {
       channel: 'skinprices_keys',
       payload: config.KEYS_SCHEMA,
@@ -77,6 +81,7 @@ const app = buildApp({
   },
   failedAuth: new FailedAuthLimiter(config.AUTH_FAILURES_PER_MINUTE),
   metrics,
+  changeWaker,
 });
 await app.listen({ host: config.API_HOST, port: config.API_PORT });
 shutdown.register('http', () => app.close());

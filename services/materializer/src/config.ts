@@ -17,6 +17,9 @@ export const materializerConfigSchema = z.object({
     .describe('publish committed changes to price-changes.v1 / prices.current.v1'),
   OUTBOX_INTERVAL_MS: intFromEnv(10, 60_000).default(200).describe('outbox polling interval'),
   OUTBOX_BATCH: intFromEnv(1, 100_000).default(5_000).describe('changes published per outbox transaction'),
+  CHANGE_LOG_RETENTION_HOURS: intFromEnv(1, 24 * 365)
+    .default(168)
+    .describe('how far back the HTTP change feed reaches (price_change_log retention)'),
   CONSUMER_SESSION_TIMEOUT_MS: intFromEnv(6_000, 300_000)
     .default(30_000)
     .describe('how long Kafka waits for a silent (crashed) materializer before reassigning its partitions'),

@@ -1,7 +1,7 @@
 /** The materializer's parts, for embedding (tests, a supervisor); main.ts wires them for a process. */
 export { applyBatch, MATERIALIZED_KINDS, type ApplyResult, type MaterializedKind } from './apply.js';
 export { Materializer, type BatchReport, type MaterializerOptions, type MaterializerState } from './materializer.js';
-export { OutboxPublisher, type OutboxState } from './outbox.js';
+export { CHANGES_CHANNEL, OutboxPublisher, type OutboxOptions, type OutboxState } from './outbox.js';
 export { MaterializerMetrics } from './metrics.js';
 export { Heartbeat, measureLag, type HeartbeatOptions, type PartitionLag } from './heartbeat.js';
 export { applyIsolating, classifyFailure, sqlState, type FailureClass } from './poison.js';

@@ -63,7 +63,12 @@ if (config.PUBLISH_CHANGES) {
   await producer.connect();
   shutdown.register('kafka-producer', () => producer.disconnect());
   const outbox = new OutboxPublisher(
-    { topicSuffix: config.TOPIC_SUFFIX, intervalMs: config.OUTBOX_INTERVAL_MS, batchSize: config.OUTBOX_BATCH },
+    {
+      topicSuffix: config.TOPIC_SUFFIX,
+      intervalMs: config.OUTBOX_INTERVAL_MS,
+      batchSize: config.OUTBOX_BATCH,
+      logRetentionMs: config.CHANGE_LOG_RETENTION_HOURS * 3_600_000,
+    },
     { pool, producer, serde, logger, metrics },
   );
   outbox.start();

@@ -1,7 +1,9 @@
 /*
  * Publishes committed changes from price_change_outbox to price-changes.v1 and the compacted
  * prices.current.v1, then deletes them — so subscribers only ever hear of changes that are in
- * the read model.
+ * the read model. In the same transaction it numbers them into price_change_log (migration 0006),
+ * the committed-change log the HTTP change feed and stream read: Kafka and HTTP subscribers see
+ * the same changes in the same order. A NOTIFY on `skinprices_changes` at commit wakes streams.
  *
  *   idle ──(tick)──▶ publishing ──(rows sent, deleted)──▶ idle
  *                        │
@@ -19,6 +21,24 @@ import type { Pool } from '@skinprices/store';
 import type { MaterializerMetrics } from './metrics.js';
 
 export type OutboxState = 'idle' | 'publishing' | 'backoff' | 'stopped';
+
+/**
+ * The advisory lock that orders price_change_log: held from drawing numbers until COMMIT, so
+ * numbers become visible in commit order (see the migration). An arbitrary constant of ours.
+ */
+const CHANGE_LOG_LOCK = 7_346_200_451;
+/** The channel API processes LISTEN on to wake their change streams. */
+export const CHANGES_CHANNEL = 'skinprices_changes';
+
+export interface OutboxOptions {
+  topicSuffix: string;
+  intervalMs: number;
+  batchSize: number;
+  /** Changes older than this leave price_change_log (the HTTP feed's reach back). @default 7 days */
+  logRetentionMs?: number;
+  /** How often retention runs. @default 60 s */
+  pruneEveryMs?: number;
+}
 
 interface OutboxRow {
   id: string;
@@ -41,7 +61,7 @@ export class OutboxPublisher {
   published = 0;
 
   constructor(
-    private readonly options: { topicSuffix: string; intervalMs: number; batchSize: number },
+    private readonly options: OutboxOptions,
     private readonly deps: {
       pool: Pool;
       producer: EventProducer;
@@ -62,11 +82,17 @@ export class OutboxPublisher {
     this.state = 'stopped';
   }
 
+  private lastPrune = 0;
+
   private async run(): Promise<void> {
     let backoff = 250;
     while (!this.stopCtl.signal.aborted) {
       try {
         this.state = 'publishing';
+        if (Date.now() - this.lastPrune >= (this.options.pruneEveryMs ?? 60_000)) {
+          await this.pruneLog();
+          this.lastPrune = Date.now();
+        }
         const n = await this.publishOnce();
         backoff = 250;
         this.state = 'idle';
@@ -80,6 +106,22 @@ export class OutboxPublisher {
         await sleep(backoff, undefined, { signal: this.stopCtl.signal }).catch(() => undefined);
       }
     }
+  }
+
+  /**
+   * Retention of the change log: rows older than the window go, and `pruned_through` remembers
+   * the highest number deleted, so the feed can tell an expired cursor from a quiet one.
+   */
+  async pruneLog(): Promise<number> {
+    const retention = this.options.logRetentionMs ?? 7 * 86_400_000;
+    const { rows } = await this.deps.pool.query<{ n: number }>(
+      `WITH gone AS (DELETE FROM price_change_log WHERE logged_at < now() - $1 * interval '1 millisecond' RETURNING seq),
+            mark AS (UPDATE price_change_log_state SET pruned_through = greatest(pruned_through, (SELECT max(seq) FROM gone))
+                     WHERE EXISTS (SELECT 1 FROM gone))
+       SELECT count(*)::int AS n FROM gone`,
+      [retention],
+    );
+    return rows[0]?.n ?? 0;
   }
 
   /** Publishes one batch; returns how many rows it handled. */
@@ -96,6 +138,18 @@ export class OutboxPublisher {
         [this.options.batchSize],
       );
       if (rows.length > 0) {
+        const ids = rows.map((r) => r.id);
+        // Numbers in id order (a subquery: nextval in a sorted SELECT's list runs before the sort).
+        await client.query('SELECT pg_advisory_xact_lock($1)', [CHANGE_LOG_LOCK]);
+        await client.query(
+          `INSERT INTO price_change_log (seq, market, market_hash_name, phase, currency, old_price, new_price,
+                                         old_count, new_count, observed_at, changed_at)
+           SELECT nextval('price_change_seq'), market, market_hash_name, phase, currency, old_price, new_price,
+                  old_count, new_count, observed_at, changed_at
+           FROM (SELECT * FROM price_change_outbox WHERE id = ANY($1::bigint[]) ORDER BY id) o`,
+          [ids],
+        );
+        await client.query(`SELECT pg_notify('${CHANGES_CHANNEL}', current_schema())`);
         await producer.send(
           changes,
           rows.map((r) => ({
@@ -123,7 +177,7 @@ export class OutboxPublisher {
             updated_at: r.observed_at.getTime(),
           })),
         );
-        await client.query('DELETE FROM price_change_outbox WHERE id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
+        await client.query('DELETE FROM price_change_outbox WHERE id = ANY($1::bigint[])', [ids]);
         this.published += rows.length;
       }
       await client.query('COMMIT');

@@ -1,0 +1,179 @@
+/**
+ * Following price changes over HTTP, for customers without a Kafka client: pages of committed
+ * changes behind a cursor (GET /v1/prices/changes) and a Server-Sent Events stream of the same
+ * (GET /v1/prices/stream, resumable with Last-Event-ID). Both read the committed-change log that
+ * feeds price-changes.v1, numbered in commit order, so a subscriber that continues from its
+ * cursor sees every change exactly once: none skipped, none twice.
+ */
+import { once } from 'node:events';
+import { MARKETS, type MarketSlug } from '@skinprices/domain';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, badParameter } from '../errors.js';
+import type { ApiKey } from '../keys.js';
+import { optionalInt, parseMarkets } from '../params.js';
+import { formatCursor, parseCursor, startAfter } from './cursor.js';
+import type { ChangeLog, ChangeRow, LogState } from './log.js';
+import { StreamSlots, type ChangeWaker } from './waker.js';
+
+/** Marketplaces whose listing changes are logged. */
+export const FEED_MARKETS: readonly MarketSlug[] = MARKETS.filter((m) => m.capabilities.includes('listings')).map(
+  (m) => m.slug,
+);
+
+/** Open streams a key may hold per plan (the stream needs pro). */
+export const STREAMS_PER_KEY: Record<string, number> = { basic: 0, pro: 2, enterprise: 10 };
+
+export interface ChangeRouteOptions {
+  log: ChangeLog;
+  waker: ChangeWaker;
+  /** Longest wait for a notification before a stream looks at the log anyway. @default 5000 */
+  pollMs?: number;
+  /** A comment line keeps idle streams open through proxies. @default 15000 */
+  keepAliveMs?: number;
+}
+
+/** One change as customers see it; `cursor` continues after it. */
+export function changeJson(epoch: string, r: ChangeRow): Record<string, unknown> {
+  return {
+    cursor: formatCursor(epoch, BigInt(r.seq)),
+    market: r.market,
+    market_hash_name: r.market_hash_name,
+    phase: r.phase,
+    currency: r.currency,
+    old_price: r.old_price,
+    new_price: r.new_price,
+    old_count: r.old_count,
+    new_count: r.new_count,
+    observed_at: r.observed_at.toISOString(),
+    changed_at: r.changed_at.toISOString(),
+  };
+}
+
+/** `since` absent: `absent`; `now`: the head; else a cursor checked against the log. */
+function startOf(value: unknown, name: string, log: LogState, absent: bigint): bigint {
+  if (value === undefined || value === '') return absent;
+  if (typeof value !== 'string') throw badParameter(name, 'a single cursor');
+  if (value === 'now') return log.head;
+  return startAfter(parseCursor(value, name), log);
+}
+
+export function registerChangeRoutes(app: FastifyInstance, o: ChangeRouteOptions): void {
+  const slots = new StreamSlots((plan) => STREAMS_PER_KEY[plan] ?? 0);
+  const q = (req: FastifyRequest) => req.query as Record<string, unknown>;
+  const key = (req: FastifyRequest) => req.apiKey as ApiKey;
+  app.addHook('onClose', async () => o.waker.closeAll());
+
+  app.get('/v1/prices/changes', { config: { endpoint: 'GET /v1/prices/changes' } }, async (req, reply) => {
+    const markets = parseMarkets(q(req).markets, FEED_MARKETS);
+    const limit = optionalInt(q(req), 'limit') ?? 500;
+    if (limit < 1 || limit > 1000) throw badParameter('limit', 'between 1 and 1000');
+    const log = await o.log.state();
+    // Without a cursor: from the oldest change the log still keeps.
+    const after = startOf(q(req).since, 'since', log, log.prunedThrough);
+    const page = await o.log.page(after, log.head, markets, limit);
+    return reply.header('cache-control', 'no-store').send({
+      data: page.rows.map((r) => changeJson(log.epoch, r)),
+      next_cursor: formatCursor(log.epoch, page.next),
+      has_more: page.full,
+      requestor: key(req).customer,
+      plan: key(req).plan,
+      timestamp: new Date().toISOString(),
+    });
+  });
+
+  app.get('/v1/prices/stream', { config: { endpoint: 'GET /v1/prices/stream' } }, async (req, reply) => {
+    const markets = parseMarkets(q(req).markets, FEED_MARKETS);
+    const log = await o.log.state();
+    // EventSource sends Last-Event-ID on reconnection: it wins over the URL's since.
+    const lastId = req.headers['last-event-id'];
+    const after =
+      typeof lastId === 'string' && lastId.trim() !== ''
+        ? startOf(lastId, 'Last-Event-ID', log, log.head)
+        : startOf(q(req).since, 'since', log, log.head);
+    const k = key(req);
+    if (!slots.take(k.id, k.plan))
+      throw new ApiError(
+        429,
+        'too_many_streams',
+        `this key already has ${STREAMS_PER_KEY[k.plan] ?? 0} open streams (its plan's limit); close one first`,
+        { 'retry-after': '5' },
+      );
+    try {
+      await stream(req, reply, o, { epoch: log.epoch, after, markets });
+    } finally {
+      slots.give(k.id);
+    }
+    return reply;
+  });
+}
+
+/** Writes the stream until the client leaves, the server closes, or the log can no longer continue. */
+async function stream(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  o: ChangeRouteOptions,
+  start: { epoch: string; after: bigint; markets: readonly string[] },
+): Promise<void> {
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    connection: 'keep-alive',
+    // nginx and similar proxies buffer responses unless told not to.
+    'x-accel-buffering': 'no',
+  });
+  if (req.method === 'HEAD') return void res.end();
+  const ctl = o.waker.open();
+  const gone = (): void => ctl.abort();
+  res.once('close', gone);
+  const write = async (text: string): Promise<void> => {
+    if (!res.write(text)) await once(res, 'drain', { signal: ctl.signal });
+  };
+  try {
+    await write(`retry: 2000\n: following changes after ${formatCursor(start.epoch, start.after)}\n\n`);
+    let after = start.after;
+    let quietSince = Date.now();
+    while (!ctl.signal.aborted) {
+      const log = await o.log.state();
+      if (log.epoch !== start.epoch || after < log.prunedThrough) {
+        // Rebuilt or overtaken by retention while we followed: say so, and let the client start over.
+        await write(
+          `event: error\ndata: ${JSON.stringify(new ApiError(410, 'cursor_expired', 'the change log moved on; read the lists again and continue with since=now').body())}\n\n`,
+        );
+        break;
+      }
+      const page = await o.log.page(after, log.head, start.markets, 500);
+      if (page.rows.length > 0) {
+        let text = '';
+        for (const r of page.rows) {
+          const json = changeJson(log.epoch, r);
+          text += `id: ${String(json.cursor)}\nevent: change\ndata: ${JSON.stringify(json)}\n\n`;
+        }
+        await write(text);
+        quietSince = Date.now();
+      }
+      after = page.next;
+      if (page.full) continue;
+      if (Date.now() - quietSince >= (o.keepAliveMs ?? 15_000)) {
+        await write(': keep-alive\n\n');
+        quietSince = Date.now();
+      }
+      await o.waker.wait(Math.min(o.pollMs ?? 5_000, o.keepAliveMs ?? 15_000), ctl.signal);
+    }
+  } catch (err) {
+    // The client left mid-write (AbortError), or the database went away: the client reconnects
+    // with its Last-Event-ID and loses nothing.
+    if (!ctl.signal.aborted && !res.destroyed) {
+      const e =
+        err instanceof ApiError
+          ? err
+          : new ApiError(503, 'not_available', 'the change log is unavailable; reconnect shortly');
+      res.write(`event: error\ndata: ${JSON.stringify(e.body())}\n\n`);
+    }
+  } finally {
+    res.off('close', gone);
+    o.waker.forget(ctl);
+    if (!res.destroyed) res.end();
+  }
+}
