@@ -63,7 +63,7 @@ export const UPSTREAM_FORMATS = [
   // pointed at one by configuration (the poller's UPSTREAM_FORMAT and UPSTREAM_BASE_URL).
   'skinport', // whole catalogue in one Brotli answer, decimal prices, 8 requests per 5 min
   'dmarket', // cursor-paged individual offers, prices as cent strings under price.USD
-  'csfloat', // page-numbered individual listings (≤ 50), integer cents, Authorization key
+  'csfloat', // cursor-paged individual listings (≤ 50 a page), integer cents, Authorization key
   'steam-market', // search/render pages (≤ 100), formatted price strings, bare 429s
 ] as const;
 export type UpstreamFormat = (typeof UPSTREAM_FORMATS)[number];

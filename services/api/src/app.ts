@@ -225,15 +225,18 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     Promise.all(
       markets.map(async (market) => ({
         market,
-        shard: await catalogues.get(market, () => deps.read.catalogue(market)),
+        // Fresh: these shards are built into bodies stored under the current version.
+        shard: await catalogues.fresh(market, () => deps.read.catalogue(market)),
       })),
     );
   const everyMarket = CATALOGUE_MARKETS.join(',');
 
   /** The `items` JSON of 4.3/4.4; every marketplace (the default) is served from one combined shard. */
-  async function itemsOf(markets: readonly MarketSlug[], only?: readonly string[]): Promise<Buffer> {
-    if (markets.join(',') === everyMarket)
-      return itemsJson(await catalogues.get('*', async () => combine(await shardsOf(markets))), only);
+  async function itemsOf(markets: readonly MarketSlug[], only?: readonly string[], fresh = false): Promise<Buffer> {
+    if (markets.join(',') === everyMarket) {
+      const build = async () => combine(await shardsOf(markets));
+      return itemsJson(await (fresh ? catalogues.fresh('*', build) : catalogues.get('*', build)), only);
+    }
     return itemsJson(combine(await shardsOf(markets), only));
   }
 
@@ -359,7 +362,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.get('/v1/prices/latest', { config: { endpoint: 'GET /v1/prices/latest' } }, async (req, reply) => {
     const markets = parseMarkets(q(req).markets, CATALOGUE_MARKETS);
     const body = await bodies.get(`latest:${markets.join(',')}`, async () =>
-      Buffer.concat([ITEMS_OPEN, await itemsOf(markets)]),
+      // Fresh shards: this body is stored under the current version (see VersionedCache.fresh).
+      Buffer.concat([ITEMS_OPEN, await itemsOf(markets, undefined, true)]),
     );
     return sendBody(req, reply, body, envelopeTail(key(req), undefined, body.builtAt));
   });

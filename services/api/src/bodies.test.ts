@@ -1,7 +1,7 @@
 import { crc32, gunzipSync, inflateRawSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { inflateHead, makeBody, tailOf } from './bodies.js';
+import { inflateHead, makeBody, tailOf, VersionedCache } from './bodies.js';
 
 /**
  * Decodes exactly one gzip member the way curl and Chromium do: header, one deflate stream, its
@@ -58,5 +58,47 @@ describe('bodies: head + per-key tail as one gzip member', () => {
     const body = await makeBody('{"a":1');
     expect(tailOf(body, ',"plan":"pro"}')).toBe(tailOf(body, ',"plan":"pro"}'));
     expect(tailOf(body, ',"plan":"pro"}').etag).not.toBe(tailOf(body, ',"plan":"basic"}').etag);
+  });
+});
+
+describe('VersionedCache', () => {
+  it('get serves the old value while a newer one builds; fresh waits for it', async () => {
+    let version = 1;
+    let data = 'old';
+    const cache = new VersionedCache<string>(() => version, 60_000);
+    const build = async () => data;
+    expect(await cache.get('shard', build)).toBe('old');
+    version = 2;
+    data = 'new';
+    // Within minAgeMs get answers from the cache (stale-while-revalidate)…
+    expect(await cache.get('shard', build)).toBe('old');
+    // …but a builder of another cached value must not store stale data under the new version.
+    expect(await cache.fresh('shard', build)).toBe('new');
+    expect(await cache.get('shard', build)).toBe('new');
+  });
+
+  it('an outer value built from fresh inner values carries the data of its version', async () => {
+    let version = 1;
+    let rows = 0;
+    const inner = new VersionedCache<number>(() => version, 60_000);
+    const outer = new VersionedCache<string>(() => version, 0);
+    const buildOuter = async () => `rows=${await inner.fresh('shard', async () => rows)}`;
+    expect(await outer.get('body', buildOuter)).toBe('rows=0');
+    version = 2;
+    rows = 5;
+    await outer.get('body', buildOuter); // the first request after a change may see the old body
+    await new Promise((r) => setImmediate(r)); // its rebuild settles
+    expect(await outer.get('body', buildOuter)).toBe('rows=5');
+    // With the inner value served stale, the outer one would keep the old rows under version 2.
+    const stale = new VersionedCache<string>(() => version, 0);
+    const innerStale = new VersionedCache<number>(() => version, 60_000);
+    const buildStale = async () => `rows=${await innerStale.get('shard', async () => rows)}`;
+    version = 3;
+    expect(await stale.get('body', buildStale)).toBe('rows=5');
+    version = 4;
+    rows = 9;
+    await stale.get('body', buildStale);
+    await new Promise((r) => setImmediate(r));
+    expect(await stale.get('body', buildStale)).toBe('rows=5');
   });
 });

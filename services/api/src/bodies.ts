@@ -116,9 +116,23 @@ export class VersionedCache<T> {
   ) {}
 
   async get(name: string, build: () => Promise<T>): Promise<T> {
+    return this.lookup(name, build, false);
+  }
+
+  /**
+   * As get, but never an outdated value: waits for the rebuild instead. For builders of other
+   * cached values (the combined catalogue body from its per-marketplace shards): an outer value
+   * built from an inner one served stale would be stored under the new version and keep the old
+   * data until the next change (seen: a catalogue body empty for 10 s after its data committed).
+   */
+  async fresh(name: string, build: () => Promise<T>): Promise<T> {
+    return this.lookup(name, build, true);
+  }
+
+  private async lookup(name: string, build: () => Promise<T>, fresh: boolean): Promise<T> {
     const e = this.entries.get(name);
     const v = this.version(name);
-    if (e && (e.version === v || Date.now() - e.at < this.minAgeMs)) {
+    if (e && (e.version === v || (!fresh && Date.now() - e.at < this.minAgeMs))) {
       this.stats.hits++;
       return e.value;
     }
@@ -133,7 +147,7 @@ export class VersionedCache<T> {
         .finally(() => this.building.delete(name));
       this.building.set(name, p);
     }
-    if (!e) return p;
+    if (!e || fresh) return p;
     // A failed rebuild is retried by the next request (and answered by the route when there is
     // no value at all).
     p.catch(() => undefined);
