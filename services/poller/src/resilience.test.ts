@@ -164,7 +164,7 @@ describe('withRetry after a bare 429', () => {
 });
 
 describe('TokenBucket', () => {
-  it('runs below one request per second: Skinport-like 8 per 5 minutes, a burst of 8, then one per 37.5 s', async () => {
+  it('runs below one request per second: 8 per 5 minutes with a burst of 8, then one per 37.5 s', async () => {
     const limiter = new TokenBucket({ perSecond: 8 / 300, burst: 8 });
     const started = Date.now();
     let acquired = 0;
