@@ -237,7 +237,8 @@ describe('materializer: every data kind', () => {
 
   it('market cap = sum(price x count) over the cleaned CN-A catalogue, computed independently', async () => {
     // Two CN-A items that both marketplaces list: one priced at the 1,000,000 bound (excluded),
-    // one with a single listing (excluded); a third at 999,999.99 x 2 counts.
+    // one with a single listing (excluded); a third at 999,999.99 x 2 passes those bounds but is
+    // far from CN-B's price for it, so the outlier guard (migrations/0007) leaves it out.
     const cnA = (await truth('cn-a', 'listings')).filter((r) => r.price !== null);
     const both = cnA.filter((r) => seenOnB.has(id(r)));
     const [a, b, c] = both as [Row, Row, Row];
@@ -257,16 +258,36 @@ describe('materializer: every data kind', () => {
     const marker = await cycle('cn-a', 'LISTINGS');
 
     const listedA = (await truth('cn-a', 'listings')).filter((r) => r.price !== null);
+    // The guard's references: no own one yet (fewer than 3 daily closes before today), and CN-B's
+    // current price as the only peer of the same currency polled here.
+    const { rows: closes } = await pool.query<{ days: number }>(
+      `SELECT count(DISTINCT day)::int AS days FROM listing_daily
+       WHERE market = 'cn-a' AND day < ($1::timestamptz AT TIME ZONE 'UTC')::date`,
+      [new Date(marker.finished_at)],
+    );
+    expect(closes[0]?.days).toBeLessThan(3);
+    const peerOf = new Map(
+      (await truth('cn-b', 'listings'))
+        .filter((r) => r.price !== null)
+        .map((r) => [id(r), new Decimal(r.price as string)]),
+    );
     let expected = new Decimal(0);
     let items = 0;
+    let guarded = 0;
     for (const r of listedA) {
       const p = new Decimal(r.price as string);
       if (p.lte(0) || p.gte(1_000_000) || Number(r.count) < 2) continue;
       if (!seenOnB.has(id(r))) continue;
+      const peer = peerOf.get(id(r));
+      if (peer && (p.gt(peer.times(5)) || p.times(5).lt(peer))) {
+        guarded++;
+        continue;
+      }
       expected = expected.plus(p.times(r.count as number));
       items++;
     }
     const hour = new Date(Math.floor(marker.finished_at / 3_600_000) * 3_600_000);
+    expect(guarded).toBeGreaterThanOrEqual(1); // the planted 999,999.99
     const point = (await table('SELECT market_cap, items, cleaned FROM market_cap_hourly WHERE hour = $1', [hour]))[0];
     expect(point).toEqual({ market_cap: expected.toFixed(2), items, cleaned: true });
     const day = (

@@ -170,7 +170,7 @@ export async function startMaterializer(
 ): Promise<Materializer> {
   const materializer = new Materializer(
     { groupId: stack.groupId(), topicSuffix: suffix, migrationsDir: MIGRATIONS_DIR, ...options },
-    { kafka: stack.kafka, serde: stack.serde, pool, logger: createLogger('materializer', 'silent') },
+    { kafka: stack.kafka, serde: stack.serde, pool, logger: createLogger('materializer', (process.env.TEST_MATERIALIZER_LOG ?? 'silent') as 'silent') },
   );
   await materializer.start();
   stack.defer(() => materializer.stop());

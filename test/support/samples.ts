@@ -142,5 +142,7 @@ export const SAMPLES: { [K in EventKind]: EventMap[K] } = {
     price: '45000.00',
     count: 1,
     updated_at: at,
+    is_outlier: false,
+    confidence: '0.68',
   },
 };

@@ -125,6 +125,10 @@ export interface CurrentPriceEvent extends ItemEvent {
   price: DecimalString | null;
   count: number;
   updated_at: EpochMs;
+  /** The outlier guard's verdict (null: no price, or a record from before the guard). */
+  is_outlier?: boolean | null;
+  /** 0..1, two decimals (null likewise). */
+  confidence?: DecimalString | null;
 }
 
 /** Event kind → its TypeScript shape; the kinds are the `event` names of infra/kafka/topics.json. */

@@ -51,6 +51,34 @@ const listingRow = {
     liquidity: decOrNull,
   },
 };
+/** The outlier guard's fields (beyond the spec) on catalogue entries and search rows. */
+const quality = {
+  is_outlier: {
+    type: ['boolean', 'null'],
+    description:
+      "The price is more than 5× away (below a fifth or above five times) from every reference available: the item's median daily close on this marketplace over the 7 days before (at least 3 closes) and the median of its current prices on the other marketplaces of the same currency. False without references; a market-wide move is not an outlier (the peers moved too). Judged when the price is committed and again when any marketplace's listings cycle touching the item ends.",
+  },
+  confidence: {
+    ...decOrNull,
+    description:
+      '0..1 (two decimals): 0.6 × agreement with the closest reference (1 equal, 0 five times away or more; 0.5 without references) + 0.4 × min(1, count / 5).',
+  },
+};
+/** One marketplace's object of a catalogue item (spec 2.6). */
+const catalogueEntry = {
+  type: 'object',
+  description: 'CN-A carries price_rmb, the others price.',
+  properties: {
+    price_rmb: dec,
+    price: dec,
+    count: { type: 'integer' },
+    ...stats,
+    liquidity: decOrNull,
+    updated_at: ts,
+    phase: { type: 'string' },
+    ...quality,
+  },
+};
 const error = {
   type: 'object',
   properties: {
@@ -171,7 +199,11 @@ const OPS: Record<
     ok: {
       type: 'object',
       properties: {
-        items: { type: 'object' },
+        items: {
+          type: 'object',
+          description: 'market_hash_name (phase items: "<name> (<phase>)") → marketplace slug → entry',
+          additionalProperties: { type: 'object', additionalProperties: catalogueEntry },
+        },
         requestor: { type: 'string' },
         plan: { type: 'string' },
         timestamp: ts,
@@ -188,14 +220,28 @@ const OPS: Record<
         markets: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
       },
     },
-    ok: { type: 'object', properties: { items: { type: 'object' } } },
+    ok: {
+      type: 'object',
+      properties: {
+        items: { type: 'object', additionalProperties: { type: 'object', additionalProperties: catalogueEntry } },
+      },
+    },
   },
   'GET /v1/prices/search': {
     summary: 'One item on every marketplace: one row per marketplace and phase',
     parameters: [q('market_hash_name', 'exact name', true), q('markets', 'comma-separated slugs')],
     ok: {
       type: 'object',
-      properties: { market_hash_name: { type: 'string' }, data: { type: 'array', items: listingRow } },
+      properties: {
+        market_hash_name: { type: 'string' },
+        data: {
+          type: 'array',
+          items: {
+            ...listingRow,
+            properties: { market: { type: 'string' }, ...listingRow.properties, ...quality },
+          },
+        },
+      },
     },
   },
   'GET /v1/prices/{market}/history': {
@@ -351,7 +397,7 @@ const OPS: Record<
   },
   'GET /v1/indexes/market-cap': {
     summary:
-      'CN-A market cap: Σ price × count over the cleaned catalogue (0 < price < 1,000,000 CNY, count ≥ 2, catalogue items)',
+      'CN-A market cap: Σ price × count over the cleaned catalogue (0 < price < 1,000,000 CNY, count ≥ 2, catalogue items, not an outlier by the guard as of that hour: see is_outlier on the catalogue)',
     parameters: [
       q('resolution', 'daily (default) or hourly', false, { enum: ['daily', 'hourly'] }),
       q('days', 'daily look-back, clamped to 7..365 (default 30)', false, { type: 'integer' }),

@@ -35,13 +35,15 @@ interface ListingRow {
   avg_30d: string | null;
   avg_90d: string | null;
   liquidity: string | null;
+  is_outlier: boolean | null;
+  confidence: string | null;
 }
 
 const LISTING_SELECT = `
   SELECT item_id(c.market_hash_name, c.phase) AS id, c.market, c.market_hash_name, c.phase, c.price, c.count,
          c.exterior, c.stattrak, c.souvenir, c.template_id, c.item_page_url, c.observed_at,
          c.change_24h, c.change_7d, c.change_30d, c.change_90d, c.avg_7d, c.avg_30d, c.avg_90d,
-         l.score AS liquidity
+         l.score AS liquidity, c.is_outlier, c.confidence
   FROM listings_current c
   LEFT JOIN item_liquidity l USING (market_hash_name, phase)
   WHERE c.price IS NOT NULL`;
@@ -88,6 +90,15 @@ function listingRow(r: ListingRow): Record<string, unknown> {
   };
 }
 
+/**
+ * The outlier guard's verdict (materializer migrations/0007), beyond the spec's fields: whether
+ * the price is more than 5× away from every reference, and how far to trust it (0..1).
+ */
+const quality = (r: ListingRow) => ({
+  is_outlier: r.is_outlier,
+  confidence: r.confidence === null ? null : r.confidence,
+});
+
 /** The catalogue item's per-marketplace object (2.6). */
 function catalogueEntry(r: ListingRow): Record<string, unknown> {
   return {
@@ -97,6 +108,7 @@ function catalogueEntry(r: ListingRow): Record<string, unknown> {
     liquidity: r.liquidity,
     updated_at: iso(r.observed_at),
     phase: r.phase,
+    ...quality(r),
   };
 }
 
@@ -177,7 +189,7 @@ export class ReadModel {
       `${LISTING_SELECT} AND c.market_hash_name = $1 AND c.market = ANY($2) ORDER BY c.phase, c.market`,
       [name, markets],
     );
-    return rows.map((r) => ({ market: r.market, ...listingRow(r) }));
+    return rows.map((r) => ({ market: r.market, ...listingRow(r), ...quality(r) }));
   }
 
   async buyorders(market: MarketSlug): Promise<Record<string, unknown>[]> {

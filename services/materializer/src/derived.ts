@@ -7,10 +7,12 @@
  *   base_Nd   = close of day D − N                   (N = 1, 7, 30, 90; change_24h uses base_1d)
  *   change_Nd = (price − base_Nd) / base_Nd × 100     rounded to 2 decimals, half away from zero
  *   avg_Nd    = mean of the closes of days D−N … D−1  rounded likewise (days without close skipped)
+ *   median_7d = the median close of days D−7 … D−1 (percentile_disc: an actual close; at least 3
+ *               closes): the outlier guard's own reference (migrations/0007)
  * Each is NULL without its inputs. Statistics only read closed days, so they change once a day
  * (or when a late close arrives), while changes follow every price update.
  */
-import { DAY_MS, startOfUtcDay } from '@skinprices/domain';
+import { DAY_MS, MARKETS, startOfUtcDay } from '@skinprices/domain';
 import type { PoolClient } from '@skinprices/store';
 import { hourPartitionName } from './partitions.js';
 
@@ -25,7 +27,9 @@ export function statsAggregates(l: string, d: string): string {
           max(${l}.close) FILTER (WHERE ${l}.day = ${d} - 90) AS b90,
           round(avg(${l}.close) FILTER (WHERE ${l}.day >= ${d} - 7), 2) AS a7,
           round(avg(${l}.close) FILTER (WHERE ${l}.day >= ${d} - 30), 2) AS a30,
-          round(avg(${l}.close), 2) AS a90`;
+          round(avg(${l}.close), 2) AS a90,
+          CASE WHEN count(${l}.close) FILTER (WHERE ${l}.day >= ${d} - 7) >= 3
+               THEN percentile_disc(0.5) WITHIN GROUP (ORDER BY ${l}.close) FILTER (WHERE ${l}.day >= ${d} - 7) END AS m7`;
 }
 
 /**
@@ -45,9 +49,12 @@ export async function refreshStats(client: PoolClient, targets: string, params: 
      )
      UPDATE listings_current c SET
        stats_day = a.d, base_1d = a.b1, base_7d = a.b7, base_30d = a.b30, base_90d = a.b90,
-       avg_7d = a.a7, avg_30d = a.a30, avg_90d = a.a90,
+       avg_7d = a.a7, avg_30d = a.a30, avg_90d = a.a90, median_7d = a.m7,
        change_24h = pct_change(c.price, a.b1), change_7d = pct_change(c.price, a.b7),
-       change_30d = pct_change(c.price, a.b30), change_90d = pct_change(c.price, a.b90)
+       change_30d = pct_change(c.price, a.b30), change_90d = pct_change(c.price, a.b90),
+       -- A new own reference: judge the price against it (and the peers as they stand) again.
+       (is_outlier, confidence) = (SELECT q.is_outlier, q.confidence FROM listing_quality(
+         c.price, c.count, a.m7, peer_median(c.market_hash_name, c.phase, c.currency, c.market)) q)
      FROM a
      WHERE c.market = a.market AND c.market_hash_name = a.market_hash_name AND c.phase = a.phase`,
     params,
@@ -110,6 +117,12 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<v
 
 /** The marketplace the market-cap index is computed over, and its cleaning bounds. */
 export const MARKET_CAP = { market: 'cn-a', maxPrice: '1000000', minCount: 2, lookbackHours: 6 } as const;
+/** The outlier guard's peers of the market cap: the other marketplaces of its currency. */
+export const MARKET_CAP_PEERS: readonly string[] = MARKETS.filter(
+  (m) => m.currency === 'CNY' && m.slug !== MARKET_CAP.market && m.capabilities.includes('listings'),
+).map((m) => m.slug);
+/** Marketplaces whose complete listings cycles recompute the market cap. */
+export const MARKET_CAP_INPUTS: readonly string[] = [MARKET_CAP.market, ...MARKET_CAP_PEERS];
 
 /**
  * Market-cap points for every hour from `from` to `to` (the span of a complete CN-A listings
@@ -139,13 +152,27 @@ export async function refreshMarketCap(client: PoolClient, from: Date, to: Date)
          AND (SELECT count(*) FROM item_markets im
               WHERE im.market_hash_name = s.market_hash_name AND im.phase = s.phase
                 AND im.first_seen_at < s.hour + interval '1 hour') >= 2
+         -- The outlier guard (migrations/0007) as of that hour: the own reference from the closes
+         -- of the 7 days before, the peers' from their snapshots in the same lookback.
+         AND (listing_quality(s.price, s.count,
+               (SELECT CASE WHEN count(*) >= 3 THEN percentile_disc(0.5) WITHIN GROUP (ORDER BY l.close) END
+                FROM listing_daily l
+                WHERE l.market = $3 AND l.market_hash_name = s.market_hash_name AND l.phase = s.phase
+                  AND l.day >= (s.hour AT TIME ZONE 'UTC')::date - 7 AND l.day < (s.hour AT TIME ZONE 'UTC')::date),
+               (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY p.price)
+                FROM (SELECT DISTINCT ON (lh.market) lh.price
+                      FROM listing_hourly lh
+                      WHERE lh.market = ANY($7) AND lh.market_hash_name = s.market_hash_name AND lh.phase = s.phase
+                        AND lh.hour <= s.hour AND lh.hour > s.hour - make_interval(hours => $6)
+                      ORDER BY lh.market, lh.hour DESC) p
+                WHERE p.price IS NOT NULL))).is_outlier IS NOT TRUE
      )
      INSERT INTO market_cap_hourly (hour, market_cap, items, cleaned)
      SELECT h.hour, coalesce(sum(c.value), 0), count(c.value), true
      FROM hours h LEFT JOIN clean c USING (hour)
      GROUP BY h.hour
      ON CONFLICT (hour) DO UPDATE SET market_cap = excluded.market_cap, items = excluded.items, cleaned = true`,
-    [from, to, m.market, m.maxPrice, m.minCount, m.lookbackHours],
+    [from, to, m.market, m.maxPrice, m.minCount, m.lookbackHours, MARKET_CAP_PEERS],
   );
   await client.query(
     `INSERT INTO market_cap_daily (day, market_cap, items, cleaned)

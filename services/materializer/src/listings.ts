@@ -92,7 +92,7 @@ export async function applyListings(
   }
 }
 
-const STATS = ['base_1d', 'base_7d', 'base_30d', 'base_90d', 'avg_7d', 'avg_30d', 'avg_90d'] as const;
+const STATS = ['base_1d', 'base_7d', 'base_30d', 'base_90d', 'avg_7d', 'avg_30d', 'avg_90d', 'median_7d'] as const;
 /** The base or average after the merge: recomputed (excluded.stats_day set) or kept. */
 const kept = (c: string) => `CASE WHEN excluded.stats_day IS NULL THEN listings_current.${c} ELSE excluded.${c} END`;
 
@@ -111,11 +111,11 @@ const MERGE = `
     ORDER BY market, market_hash_name, phase, observed_at DESC, kafka_offset DESC
   ),
   old AS (
-    SELECT c.market, c.market_hash_name, c.phase, c.price, c.count, c.stats_day
+    SELECT c.market, c.market_hash_name, c.phase, c.price, c.count, c.stats_day, c.median_7d
     FROM listings_current c JOIN s USING (market, market_hash_name, phase)
   ),
   st AS (
-    SELECT s.*, (s.observed_at AT TIME ZONE 'UTC')::date AS d,
+    SELECT s.*, (s.observed_at AT TIME ZONE 'UTC')::date AS d, old.median_7d AS old_median_7d,
            (old.stats_day IS NULL OR old.stats_day < (s.observed_at AT TIME ZONE 'UTC')::date) AS new_day
     FROM s LEFT JOIN old USING (market, market_hash_name, phase)
   ),
@@ -129,19 +129,25 @@ const MERGE = `
   ),
   up AS (
     INSERT INTO listings_current (${LISTING_COLUMNS.join(', ')}, stats_day, ${STATS.join(', ')},
-                                  change_24h, change_7d, change_30d, change_90d)
-    SELECT ${LISTING_COLUMNS.join(', ')}, CASE WHEN new_day THEN d END, b1, b7, b30, b90, a7, a30, a90,
-           pct_change(price, b1), pct_change(price, b7), pct_change(price, b30), pct_change(price, b90)
-    FROM calc
+                                  change_24h, change_7d, change_30d, change_90d, is_outlier, confidence)
+    SELECT ${LISTING_COLUMNS.join(', ')}, CASE WHEN new_day THEN d END, b1, b7, b30, b90, a7, a30, a90, m7,
+           pct_change(price, b1), pct_change(price, b7), pct_change(price, b30), pct_change(price, b90),
+           q.is_outlier, q.confidence
+    FROM calc,
+    -- The outlier guard (migrations/0007) against the own median in force and the peers as they
+    -- stand; the listings marker judges the item's other rows again once this cycle is in.
+    LATERAL listing_quality(price, count, CASE WHEN new_day THEN m7 ELSE old_median_7d END,
+                            peer_median(market_hash_name, phase, currency, market)) q
     ON CONFLICT (market, market_hash_name, phase) DO UPDATE SET ${setExcluded(LISTING_COLUMNS.slice(3))},
       stats_day = coalesce(excluded.stats_day, listings_current.stats_day),
       ${STATS.map((c) => `${c} = ${kept(c)}`).join(', ')},
       change_24h = pct_change(excluded.price, ${kept('base_1d')}),
       change_7d = pct_change(excluded.price, ${kept('base_7d')}),
       change_30d = pct_change(excluded.price, ${kept('base_30d')}),
-      change_90d = pct_change(excluded.price, ${kept('base_90d')})
+      change_90d = pct_change(excluded.price, ${kept('base_90d')}),
+      is_outlier = excluded.is_outlier, confidence = excluded.confidence
     WHERE excluded.observed_at > listings_current.observed_at
-    RETURNING market, market_hash_name, phase, currency, price, count, observed_at
+    RETURNING market, market_hash_name, phase, currency, price, count, observed_at, is_outlier, confidence
   ),
   -- Where each item is listed (the catalogue is what at least two marketplaces list): written for
   -- keys new or listed again, with the batch's first priced observation; known pairs cost nothing.
@@ -155,8 +161,9 @@ const MERGE = `
     ON CONFLICT (market_hash_name, phase, market) DO NOTHING
   )
   INSERT INTO price_change_outbox (market, market_hash_name, phase, currency, old_price, new_price,
-                                   old_count, new_count, observed_at)
-  SELECT up.market, up.market_hash_name, up.phase, up.currency, old.price, up.price, old.count, up.count, up.observed_at
+                                   old_count, new_count, observed_at, is_outlier, confidence)
+  SELECT up.market, up.market_hash_name, up.phase, up.currency, old.price, up.price, old.count, up.count, up.observed_at,
+         up.is_outlier, up.confidence
   FROM up LEFT JOIN old USING (market, market_hash_name, phase)
   WHERE $1::boolean
     AND (old.market IS NULL OR old.price IS DISTINCT FROM up.price OR old.count IS DISTINCT FROM up.count)`;

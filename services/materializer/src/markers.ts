@@ -25,7 +25,7 @@ import { SNAPSHOT_TABLES } from './books.js';
 import {
   advanceClock,
   dropOldHourPartitions,
-  MARKET_CAP,
+  MARKET_CAP_INPUTS,
   refreshLiquidity,
   refreshMarketCap,
   rollStatsForward,
@@ -172,6 +172,7 @@ export async function applyReadyMarkers(
     };
     await updateFreshness(client, m);
     if (m.outcome === 'COMPLETE') await applyComplete(client, m, options);
+    if (m.kind === 'LISTINGS') await judgeAgain(client, m);
     applied.push(m);
   }
   if (applied.length > 0) await recomputeDerived(client, applied, options);
@@ -232,7 +233,7 @@ async function applyComplete(client: PoolClient, m: PollCycleRow, options: Marke
 async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options: MarkerOptions): Promise<void> {
   const gone = `
     UPDATE listings_current c SET price = NULL, count = 0, observed_at = $2, cycle_id = $3,
-      change_24h = NULL, change_7d = NULL, change_30d = NULL, change_90d = NULL
+      change_24h = NULL, change_7d = NULL, change_30d = NULL, change_90d = NULL, is_outlier = NULL, confidence = NULL
     FROM listings_current old
     WHERE c.market = $1 AND c.cycle_id <> $3 AND c.observed_at < $2 AND (c.price IS NOT NULL OR c.count > 0)
       AND old.market = c.market AND old.market_hash_name = c.market_hash_name AND old.phase = c.phase
@@ -254,6 +255,34 @@ async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options
 }
 
 /**
+ * The outlier guard (migrations/0007) of every row of the items this listings cycle wrote, on
+ * every marketplace of their currency: their peer reference moved. Rows are judged when written
+ * against the peers as they stood; this judges them again once the cycle is in, so a market-wide
+ * move does not leave the first marketplace polled flagged, and the flags end up a function of
+ * the final prices whatever the batching (replays agree). Only rows whose verdict changes are
+ * written.
+ */
+async function judgeAgain(client: PoolClient, m: PollCycleRow): Promise<void> {
+  await client.query(
+    `WITH touched AS (
+       SELECT DISTINCT market_hash_name, phase, currency FROM listings_current WHERE market = $1 AND cycle_id = $2
+     ),
+     q AS (
+       SELECT c.market, c.market_hash_name, c.phase, v.is_outlier, v.confidence
+       FROM touched t
+       JOIN listings_current c USING (market_hash_name, phase, currency)
+       CROSS JOIN LATERAL listing_quality(c.price, c.count, c.median_7d,
+                                          peer_median(c.market_hash_name, c.phase, c.currency, c.market)) v
+     )
+     UPDATE listings_current c SET is_outlier = q.is_outlier, confidence = q.confidence
+     FROM q
+     WHERE c.market = q.market AND c.market_hash_name = q.market_hash_name AND c.phase = q.phase
+       AND (c.is_outlier IS DISTINCT FROM q.is_outlier OR c.confidence IS DISTINCT FROM q.confidence)`,
+    [m.market, m.cycle_id],
+  );
+}
+
+/**
  * Values that depend on the read model's clock, recomputed once per transaction after its
  * markers. Deterministic for replays: the clock only moves forward (to the latest finished_at),
  * and every data record is followed by its cycle's marker, so the last recomputation of a
@@ -269,8 +298,11 @@ async function recomputeDerived(
   // On every applied marker, not only those of its input kinds: the result depends on the clock,
   // and a replay groups markers into transactions differently from the live run.
   await refreshLiquidity(client, now);
+  // The market cap's cleaning judges CN-A's prices against the other CNY marketplaces' snapshots
+  // too, so a complete cycle of any of them recomputes the hours it spans: the last one to
+  // cover an hour sees all of its data, in a replay as live.
   for (const m of applied)
-    if (m.kind === 'LISTINGS' && m.market === MARKET_CAP.market && m.outcome === 'COMPLETE')
+    if (m.kind === 'LISTINGS' && MARKET_CAP_INPUTS.includes(m.market) && m.outcome === 'COMPLETE')
       await refreshMarketCap(client, m.started_at, m.finished_at);
   await dropOldHourPartitions(client, now, options.hourlyRetentionDays);
 }

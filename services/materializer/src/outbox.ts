@@ -52,6 +52,8 @@ interface OutboxRow {
   new_count: number | null;
   observed_at: Date;
   changed_at: Date;
+  is_outlier: boolean | null;
+  confidence: string | null;
 }
 
 export class OutboxPublisher {
@@ -175,6 +177,8 @@ export class OutboxPublisher {
             price: r.new_price,
             count: r.new_count ?? 0,
             updated_at: r.observed_at.getTime(),
+            is_outlier: r.is_outlier,
+            confidence: r.confidence,
           })),
         );
         await client.query('DELETE FROM price_change_outbox WHERE id = ANY($1::bigint[])', [ids]);
