@@ -32,6 +32,13 @@ const schema = z.object({
   DEMO_KEYS_FILE: z.string().default('.local/demo-keys.json'),
   POLL_LISTINGS_MS: intFromEnv(0, 86_400_000).default(0).describe('listing interval (0: the registry default, 5 min)'),
   HISTORY_BACKFILL_DAYS: intFromEnv(0, 400).default(30),
+  RUN_FORMATS: z
+    .string()
+    .regex(/^(\s*[a-z0-9-]+=[a-z-]+\s*(,|$))*$/, "'<market>=<format>,…'")
+    .default('')
+    .describe(
+      "marketplaces served and polled in a real marketplace's format, e.g. 'eu-a=skinport,usd-2=dmarket,usd-3=csfloat,usd-4=steam-market'",
+    ),
   METRICS_PORT_OFFSET: intFromEnv(0, 60_000)
     .default(2_000)
     .describe(
@@ -138,9 +145,22 @@ supervisor.start({
     SIM_CONTROL_PORT: String(config.SIM_CONTROL_PORT),
     SIM_BASE_PORT: String(config.SIM_BASE_PORT),
     SIM_CATALOGUE_SIZE: String(config.RUN_CATALOGUE_SIZE),
+    SIM_FORMATS: config.RUN_FORMATS,
     LOG_LEVEL: 'warn',
   },
 });
+// The same marketplaces' pollers speak those formats (the simulator refuses unknown ones).
+const formatOf = new Map(
+  config.RUN_FORMATS.split(',')
+    .map((p) => p.trim().split('='))
+    .filter((p): p is [string, string] => p.length === 2),
+);
+const formatEnv = (slug: string): Record<string, string> => {
+  const format = formatOf.get(slug);
+  if (!format) return {};
+  // The simulated CSFloat wants some key; a real deployment sets its own UPSTREAM_API_KEY.
+  return { UPSTREAM_FORMAT: format, ...(format === 'csfloat' ? { UPSTREAM_API_KEY: 'simulated-key' } : {}) };
+};
 const control = `http://127.0.0.1:${config.SIM_CONTROL_PORT}`;
 await waitForUrl(`${control}/healthz`, 300_000);
 const markets = (await (await fetch(`${control}/_sim/markets`)).json()) as { slug: string; baseUrl: string }[];
@@ -152,6 +172,7 @@ for (const m of MARKETS)
       ...common,
       MARKET: m.slug,
       UPSTREAM_BASE_URL: markets.find((x) => x.slug === m.slug)?.baseUrl as string,
+      ...formatEnv(m.slug),
       HISTORY_BACKFILL_DAYS: String(config.HISTORY_BACKFILL_DAYS),
       ...(config.POLL_LISTINGS_MS ? { POLL_LISTINGS_MS: String(config.POLL_LISTINGS_MS) } : {}),
       ...metricsEnv(`poller-${m.slug}`),
