@@ -4,7 +4,7 @@
  */
 import { getMarket, MARKETS, type MarketSlug } from '@skinprices/domain';
 import { topicFor, type EventMap, type PollCycleEvent } from '@skinprices/events';
-import type { Kind } from '@skinprices/marketplaces';
+import type { Adapter, Kind } from '@skinprices/marketplaces';
 import { EVENT_OF } from '@skinprices/poller';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectTopics, readTopic, startPoller, startSimulator, type Sim } from '../support/pipeline.js';
@@ -187,4 +187,32 @@ describe('pollers against the simulator, through Kafka', () => {
     expect([...byName.values()].some((phases) => phases.size >= 2)).toBe(true);
     for (const e of events) expect(e.market_hash_name).not.toMatch(/\((Phase \d|Ruby|Sapphire|Black Pearl|Emerald)\)$/);
   });
+
+  it('a started poller runs its first LISTINGS cycle before any other kind, then all of them', async () => {
+    const log: string[] = [];
+    const { poller } = await startPoller(stack, sim, 'cn-b', suffix, {
+      wrapAdapter: (a): Adapter => ({
+        ...a,
+        async *pages(kind, ctx, input) {
+          log.push(`${kind} start`);
+          yield* a.pages(kind, ctx, input);
+          log.push(`${kind} end`);
+        },
+      }),
+    });
+    const seen = new Set<string>();
+    const all = new Promise<void>((resolve) =>
+      poller.onCycle((r) => {
+        seen.add(r.kind);
+        if (seen.size === poller.kinds.length) resolve();
+      }),
+    );
+    poller.start();
+    await all;
+    await poller.stop();
+    expect(poller.kinds.length).toBeGreaterThan(1);
+    expect(log[0]).toBe('LISTINGS start');
+    expect(log[1]).toBe('LISTINGS end');
+    expect(new Set(log.map((l) => l.split(' ')[0]))).toEqual(new Set(poller.kinds));
+  }, 60_000);
 });

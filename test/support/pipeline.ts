@@ -11,7 +11,7 @@ import {
   type EventKind,
   type EventMap,
 } from '@skinprices/events';
-import { adapterFor, UpstreamClient, type Kind } from '@skinprices/marketplaces';
+import { adapterFor, UpstreamClient, type Adapter, type Kind } from '@skinprices/marketplaces';
 import { Materializer, MIGRATIONS_DIR, OutboxPublisher, type MaterializerOptions } from '@skinprices/materializer';
 import { PollerMetrics, Poller, type PollerOptions } from '@skinprices/poller';
 import { createLogger } from '@skinprices/runtime';
@@ -96,12 +96,15 @@ export async function startPoller(
     format?: UpstreamFormat;
     /** As the poller's UPSTREAM_API_KEY. */
     apiKey?: string;
+    /** Wraps the format's adapter (tests that watch or bend it). */
+    wrapAdapter?: (adapter: Adapter) => Adapter;
   } = {},
 ): Promise<{ poller: Poller; client: UpstreamClient }> {
-  const { format, apiKey, deadlineMs, timeoutMs, ...options } = extra;
+  const { format, apiKey, deadlineMs, timeoutMs, wrapAdapter, ...options } = extra;
   const registered = getMarket(market);
   const m = format ? { ...registered, upstreamFormat: format } : registered;
-  const adapter = adapterFor(m.upstreamFormat);
+  const formatAdapter = adapterFor(m.upstreamFormat);
+  const adapter = wrapAdapter ? wrapAdapter(formatAdapter) : formatAdapter;
   const client = new UpstreamClient({
     baseUrl: sim.running.marketUrls[market],
     market,
@@ -170,7 +173,12 @@ export async function startMaterializer(
 ): Promise<Materializer> {
   const materializer = new Materializer(
     { groupId: stack.groupId(), topicSuffix: suffix, migrationsDir: MIGRATIONS_DIR, ...options },
-    { kafka: stack.kafka, serde: stack.serde, pool, logger: createLogger('materializer', (process.env.TEST_MATERIALIZER_LOG ?? 'silent') as 'silent') },
+    {
+      kafka: stack.kafka,
+      serde: stack.serde,
+      pool,
+      logger: createLogger('materializer', (process.env.TEST_MATERIALIZER_LOG ?? 'silent') as 'silent'),
+    },
   );
   await materializer.start();
   stack.defer(() => materializer.stop());

@@ -37,6 +37,7 @@ import {
 } from '@skinprices/marketplaces';
 import type { Logger } from '@skinprices/runtime';
 import type { Admin, RecordMetadata } from 'kafkajs';
+import { aheadOne } from './ahead.js';
 import { cycleOutcome, endOffsetsFrom, removalsAllowed, type EndOffsets } from './cycle-end.js';
 import { DATA_KIND, DELTA_KINDS, EVENT_OF, removalOf, rowKey, toEvent } from './events.js';
 import type { PollerMetrics } from './metrics.js';
@@ -167,8 +168,20 @@ export class Poller {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Settles when the first LISTINGS cycle has ended (any outcome) or the poller stops; the other
+   * kinds start after it. On a cold start the lowest prices are what customers wait for: buy
+   * orders, sales and float data sharing the rate limit and the broker would only delay them.
+   */
+  private firstListings: Promise<void> = Promise.resolve();
+
   start(): void {
-    for (const job of this.jobs) job.loop = this.run(job);
+    const listings = this.jobs.find((j) => j.kind === 'LISTINGS');
+    let listingsDone = (): void => undefined;
+    if (listings) this.firstListings = new Promise<void>((resolve) => (listingsDone = resolve));
+    this.stopCtl.signal.addEventListener('abort', () => listingsDone(), { once: true });
+    for (const job of this.jobs)
+      job.loop = job === listings ? this.run(job, listingsDone) : this.firstListings.then(() => this.run(job));
   }
 
   /** Stops every loop: the running request is aborted and its cycle ends with a marker. */
@@ -179,7 +192,7 @@ export class Poller {
     await Promise.all(this.jobs.map((j) => j.loop ?? Promise.resolve()));
   }
 
-  private async run(job: Job): Promise<void> {
+  private async run(job: Job, afterFirstCycle: () => void = () => undefined): Promise<void> {
     const interval = this.options.intervals[job.kind] ?? 300_000;
     while (!this.stopCtl.signal.aborted) {
       const wait = this.circuit.waitMs();
@@ -203,6 +216,7 @@ export class Poller {
       } catch (err) {
         this.deps.logger.error({ err, kind: job.kind }, 'cycle crashed');
       }
+      afterFirstCycle();
       if (this.stopCtl.signal.aborted) break;
       const failed = !result || result.marker.outcome === 'FAILED';
       this.circuit.record(!failed);
@@ -290,7 +304,7 @@ export class Poller {
     };
 
     try {
-      for await (const page of this.adapter.pages(kind, ctx, input)) {
+      for await (const page of aheadOne(this.adapter.pages(kind, ctx, input))) {
         if (page.rejected.length > 0) {
           rejected += page.rejected.length;
           metrics.rejected.inc(labels, page.rejected.length);

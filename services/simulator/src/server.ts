@@ -139,7 +139,7 @@ export class Simulator {
 
   /** Writes the answer, bent by whichever fault fired (the first one that changes the body wins). */
   private async send(res: ServerResponse, answer: UpstreamResponse, faults: FaultSpec[]): Promise<void> {
-    const { status, body } = answer;
+    const { body } = answer;
     const date = { ...simDate(this.deps.clock), ...answer.headers };
     const fault = faults.find((f) => f.kind !== 'latency');
     switch (fault?.kind) {
