@@ -11,13 +11,9 @@
  */
 import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, ReadModel } from '@skinprices/api';
 import { topicFor } from '@skinprices/events';
-import { SalesExportCache } from '@skinprices/exports';
 import type { Poller } from '@skinprices/poller';
-import { createLogger } from '@skinprices/runtime';
-import { migrate, type Pool } from '@skinprices/store';
-import type { FastifyInstance } from 'fastify';
+import type { Pool } from '@skinprices/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   projectTopics,
@@ -29,6 +25,7 @@ import {
   untilApplied,
   type Sim,
 } from '../support/pipeline.js';
+import { startApi } from '../support/api.js';
 import { TestStack } from '../support/stack.js';
 
 interface Change {
@@ -80,7 +77,6 @@ describe('the HTTP change feed and stream', () => {
   let sim: Sim;
   let suffix: string;
   let pool: Pool;
-  let app: FastifyInstance;
   let origin: string;
   let poller: Poller;
   const keys: Record<'basic' | 'pro', string> = { basic: '', pro: '' };
@@ -126,28 +122,19 @@ describe('the HTTP change feed and stream', () => {
     await startMaterializer(stack, suffix, pool);
     await startOutbox(stack, suffix, pool);
     poller = (await startPoller(stack, sim, 'cn-b', suffix)).poller;
-    const k = await stack.schema();
-    await migrate(k.pool, API_MIGRATIONS_DIR);
-    const store = new KeyStore(k.pool);
-    keys.basic = (await store.create({ customer: 'feed-basic@example.com', plan: 'basic' })).secret;
-    keys.pro = (await store.create({ customer: 'feed-pro@example.com', plan: 'pro' })).secret;
-    app = buildApp({
-      keys: store,
-      limiter: new MemoryRateLimiter(),
-      read: new ReadModel(pool),
-      exports: new SalesExportCache(pool),
-      version: () => 0,
-      logger: createLogger('api', 'silent'),
-      // No notifications here: streams find new changes by looking every 100 ms.
-      changePollMs: 100,
+    // No notifications here: streams find new changes by looking every 100 ms.
+    const api = await startApi(stack, pool, {
+      plans: ['basic', 'pro'],
+      customer: 'feed.example',
+      listen: true,
+      deps: { changePollMs: 100 },
     });
-    origin = await app.listen({ host: '127.0.0.1', port: 0 });
+    origin = api.origin as string;
+    keys.basic = api.keys.basic;
+    keys.pro = api.keys.pro;
     await round(0);
   }, 180_000);
-  afterAll(async () => {
-    await app?.close();
-    await stack.cleanup();
-  });
+  afterAll(() => stack.cleanup());
 
   it('pages hold every committed change once, in commit order, equal to price-changes.v1', async () => {
     const seen: Change[] = [];

@@ -7,12 +7,9 @@
  */
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { brotliDecompressSync } from 'node:zlib';
-import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, ReadModel } from '@skinprices/api';
 import { Dec } from '@skinprices/domain';
 import type { PollCycleEvent } from '@skinprices/events';
-import { SalesExportCache } from '@skinprices/exports';
-import { createLogger } from '@skinprices/runtime';
-import { migrate, type Pool } from '@skinprices/store';
+import type { Pool } from '@skinprices/store';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -23,6 +20,7 @@ import {
   untilApplied,
   type Sim,
 } from '../support/pipeline.js';
+import { startApi } from '../support/api.js';
 import { TestStack } from '../support/stack.js';
 
 interface TruthRow {
@@ -77,21 +75,11 @@ describe('eu-a in the Skinport format, simulator to customer', () => {
     marker = (await poller.runOnce('LISTINGS')).marker;
     await untilApplied(pool, marker.cycle_id);
 
-    const keysSchema = await stack.schema();
-    await migrate(keysSchema.pool, API_MIGRATIONS_DIR);
-    const keys = new KeyStore(keysSchema.pool);
-    key = (await keys.create({ customer: 'skinport@example.com', plan: 'basic' })).secret;
-    app = buildApp({
-      keys,
-      limiter: new MemoryRateLimiter(),
-      read: new ReadModel(pool),
-      exports: new SalesExportCache(pool),
-      version: () => 0,
-      logger: createLogger('api', 'silent'),
-    });
+    const api = await startApi(stack, pool, { customer: 'skinport.example' });
+    app = api.app;
+    key = api.keys.basic;
   }, 120_000);
   afterAll(async () => {
-    await app?.close();
     await stack.cleanup();
   });
 

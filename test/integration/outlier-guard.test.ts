@@ -8,13 +8,10 @@
  *   it again as the others come in;
  * - the market cap leaves a flagged CN-A price out of its hour (and would have counted it).
  */
-import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, ReadModel } from '@skinprices/api';
 import { Dec, type MarketSlug } from '@skinprices/domain';
 import { topicFor } from '@skinprices/events';
-import { SalesExportCache } from '@skinprices/exports';
 import type { Poller } from '@skinprices/poller';
-import { createLogger } from '@skinprices/runtime';
-import { migrate, type Pool } from '@skinprices/store';
+import type { Pool } from '@skinprices/store';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -27,6 +24,7 @@ import {
   untilApplied,
   type Sim,
 } from '../support/pipeline.js';
+import { startApi } from '../support/api.js';
 import { TestStack } from '../support/stack.js';
 
 const CNY: readonly MarketSlug[] = ['cn-a', 'cn-b', 'cn-c', 'cn-d'];
@@ -96,23 +94,12 @@ describe('the outlier guard', () => {
     expect(rows.length, 'three items listed with history on all four CNY marketplaces').toBe(3);
     [lone, moved, capped] = rows.map((r) => r.market_hash_name) as [string, string, string];
 
-    const keys = await stack.schema();
-    await migrate(keys.pool, API_MIGRATIONS_DIR);
-    const store = new KeyStore(keys.pool);
-    key = (await store.create({ customer: 'guard@example.com', plan: 'basic' })).secret;
-    app = buildApp({
-      keys: store,
-      limiter: new MemoryRateLimiter(),
-      read: new ReadModel(pool),
-      exports: new SalesExportCache(pool),
-      version: () => Date.now(),
-      logger: createLogger('api', 'silent'),
-    });
+    // A new version on every request: the answers always show the read model as it is.
+    const api = await startApi(stack, pool, { customer: 'guard.example', deps: { version: () => Date.now() } });
+    app = api.app;
+    key = api.keys.basic;
   }, 300_000);
-  afterAll(async () => {
-    await app?.close();
-    await stack.cleanup();
-  });
+  afterAll(() => stack.cleanup());
 
   it('no item is flagged while prices move as markets do', async () => {
     const { rows } = await pool.query<{ n: number; judged: number }>(

@@ -5,6 +5,7 @@
  */
 import {
   AppError,
+  Dec,
   exteriorOfName,
   flagsOfName,
   fromMinorUnits,
@@ -16,7 +17,7 @@ import {
   type Exterior,
   type PhaseOrNone,
 } from '@skinprices/domain';
-import type { Kind, Page, RowMap } from './rows.js';
+import type { Kind, ListingRow, Page, RowMap } from './rows.js';
 
 export type Obj = Record<string, unknown>;
 
@@ -149,4 +150,46 @@ export function collect<K extends Kind>(
     }
   }
   return page;
+}
+
+/**
+ * Lowest price and count per item (name + phase) from individual listings or offers, for formats
+ * that list every offer (raw listings, CSFloat, DMarket): nothing is said before the last page,
+ * since a minimum over part of the offers would be an invented, too high, price.
+ */
+export class LowestOffers {
+  private readonly best = new Map<string, ListingRow>();
+
+  /** One offer (or `row.count` identical ones) of an item. */
+  add(row: ListingRow): void {
+    const key = `${row.market_hash_name}\u0000${row.phase}`;
+    const cur = this.best.get(key);
+    if (!cur) {
+      this.best.set(key, { ...row });
+      return;
+    }
+    cur.count += row.count;
+    if (new Dec(row.price as string).lessThan(cur.price as string)) cur.price = row.price;
+  }
+
+  rows(): ListingRow[] {
+    return [...this.best.values()];
+  }
+}
+
+/** Cursor paging that refuses to go round in a circle: a cursor already followed is an error. */
+export class CursorTrail {
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly market: string) {}
+
+  follow(cursor: string, page: number): string {
+    if (this.seen.has(cursor))
+      throw new AppError('upstream_malformed', `${this.market}: cursor repeated on page ${page}`, {
+        details: { market: this.market },
+        retryable: false,
+      });
+    this.seen.add(cursor);
+    return cursor;
+  }
 }

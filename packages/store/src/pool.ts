@@ -37,7 +37,11 @@ export function createPool(options: PoolOptions): Pool {
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'skinprices',
     connectionTimeoutMillis: 10_000,
-    ...(options.schema ? { options: `-c search_path=${ident(options.schema)},public` } : {}),
+    // JIT off: PostgreSQL compiles a query once its estimated cost passes jit_above_cost, and
+    // estimates over a table partitioned by day (listing_hourly: ~100 partitions) pass it easily.
+    // The market cap's hourly query then spent 3.2 s compiling to run for 20 ms (jit off: 20 ms),
+    // on every complete CNY listings cycle. Our statements are short and many: never worth it.
+    options: `-c jit=off${options.schema ? ` -c search_path=${ident(options.schema)},public` : ''}`,
   });
   // An idle client losing its connection (server restart) must not crash the process;
   // the next query reconnects.

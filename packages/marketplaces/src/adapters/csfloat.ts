@@ -29,9 +29,21 @@
  * CSFloat cannot say "listed, but no offer": an item without listings is simply absent, and the
  * poller turns absence into a removal only after a complete, clean cycle.
  */
-import { AppError, Dec } from '@skinprices/domain';
+import { AppError } from '@skinprices/domain';
 import type { Adapter, Credentials, FetchContext, UpstreamLimits } from '../adapter.js';
-import { asObj, collect, exteriorFrom, identity, malformed, minorPrice, optStr, str, type Obj } from '../normalize.js';
+import {
+  asObj,
+  collect,
+  CursorTrail,
+  exteriorFrom,
+  identity,
+  LowestOffers,
+  malformed,
+  minorPrice,
+  optStr,
+  str,
+  type Obj,
+} from '../normalize.js';
 import type { Kind, ListingRow, Page, Rejected } from '../rows.js';
 
 export const CSFLOAT_PATH = '/api/v1/listings';
@@ -157,9 +169,9 @@ export const csfloatAdapter: Adapter = {
   },
   async *pages<K extends Kind>(kind: K, ctx: FetchContext): AsyncGenerator<Page<K>> {
     if (kind !== 'LISTINGS') throw new AppError('upstream_rejected', `${ctx.market} has no ${kind}`);
-    const best = new Map<string, ListingRow>();
+    const best = new LowestOffers();
     const seen = new Set<string>();
-    const cursors = new Set<string>();
+    const cursors = new CursorTrail(ctx.market);
     const rejected: Rejected[] = [];
     let cursor: string | undefined;
     for (let n = 0; ; n++) {
@@ -179,25 +191,10 @@ export const csfloatAdapter: Adapter = {
         return row ? [row] : [];
       });
       rejected.push(...parsed.rejected);
-      for (const row of parsed.rows) {
-        const key = `${row.market_hash_name}\u0000${row.phase}`;
-        const cur = best.get(key);
-        if (!cur) best.set(key, row);
-        else {
-          cur.count += 1;
-          if (new Dec(row.price as string).lessThan(cur.price as string)) cur.price = row.price;
-        }
-      }
+      for (const row of parsed.rows) best.add(row);
       if (page.cursor === null) break;
-      // A cursor we already followed would page in a circle for ever.
-      if (cursors.has(page.cursor))
-        throw new AppError('upstream_malformed', `${ctx.market}: cursor repeated on page ${n}`, {
-          details: { market: ctx.market },
-          retryable: false,
-        });
-      cursors.add(page.cursor);
-      cursor = page.cursor;
+      cursor = cursors.follow(page.cursor, n);
     }
-    yield { rows: [...best.values()] as Page<K>['rows'], rejected };
+    yield { rows: best.rows() as Page<K>['rows'], rejected };
   },
 };

@@ -38,17 +38,21 @@
  * offer": an item without offers is simply absent, and the poller turns absence into a removal
  * only after a complete, clean cycle.
  */
-import {
-  AppError,
-  Dec,
-  fromMinorUnits,
-  getMarket,
-  normalizePhase,
-  normalizePrice,
-  toFixedString,
-} from '@skinprices/domain';
+import { AppError, fromMinorUnits, getMarket, normalizePhase, normalizePrice, toFixedString } from '@skinprices/domain';
 import type { Adapter, FetchContext, UpstreamLimits } from '../adapter.js';
-import { asObj, collect, exteriorFrom, identity, int, malformed, optStr, str, type Obj } from '../normalize.js';
+import {
+  asObj,
+  collect,
+  CursorTrail,
+  exteriorFrom,
+  identity,
+  int,
+  LowestOffers,
+  malformed,
+  optStr,
+  str,
+  type Obj,
+} from '../normalize.js';
 import type { Kind, ListingRow, Page, Rejected } from '../rows.js';
 
 export const DMARKET_PATH = '/exchange/v1/market/items';
@@ -185,9 +189,9 @@ export const dmarketAdapter: Adapter = {
   async *pages<K extends Kind>(kind: K, ctx: FetchContext): AsyncGenerator<Page<K>> {
     if (kind !== 'LISTINGS') throw new AppError('upstream_rejected', `${ctx.market} has no ${kind}`);
     requireUsd(ctx.market);
-    const best = new Map<string, ListingRow>();
+    const best = new LowestOffers();
     const seen = new Set<string>();
-    const cursors = new Set<string>();
+    const cursors = new CursorTrail(ctx.market);
     const rejected: Rejected[] = [];
     let cursor: string | undefined;
     for (let n = 0; ; n++) {
@@ -213,25 +217,10 @@ export const dmarketAdapter: Adapter = {
         return parseOffer(o);
       });
       rejected.push(...parsed.rejected);
-      for (const row of parsed.rows) {
-        const key = `${row.market_hash_name}\u0000${row.phase}`;
-        const cur = best.get(key);
-        if (!cur) best.set(key, row);
-        else {
-          cur.count += row.count;
-          if (new Dec(row.price as string).lessThan(cur.price as string)) cur.price = row.price;
-        }
-      }
+      for (const row of parsed.rows) best.add(row);
       if (page.cursor === null) break;
-      // A cursor we already followed would page in a circle for ever.
-      if (cursors.has(page.cursor))
-        throw new AppError('upstream_malformed', `${ctx.market}: cursor repeated on page ${n}`, {
-          details: { market: ctx.market },
-          retryable: false,
-        });
-      cursors.add(page.cursor);
-      cursor = page.cursor;
+      cursor = cursors.follow(page.cursor, n);
     }
-    yield { rows: [...best.values()] as Page<K>['rows'], rejected };
+    yield { rows: best.rows() as Page<K>['rows'], rejected };
   },
 };

@@ -3,10 +3,10 @@
  * so nothing can be said before the last page: a minimum over part of the listings would be an
  * invented (too high) price. A failed page therefore fails the whole cycle.
  */
-import { AppError, Dec, PHASES, type PhaseOrNone } from '@skinprices/domain';
+import { AppError, PHASES, type PhaseOrNone } from '@skinprices/domain';
 import type { Adapter, FetchContext } from '../adapter.js';
-import { asArray, asObj, collect, decimalPrice, identity, int, malformed, str } from '../normalize.js';
-import type { Kind, ListingRow, Page, Rejected } from '../rows.js';
+import { asArray, asObj, collect, decimalPrice, identity, int, LowestOffers, malformed, str } from '../normalize.js';
+import type { Kind, Page, Rejected } from '../rows.js';
 
 const PAGE = 5000;
 const PHASE_SUFFIX = new RegExp(` - (${PHASES.join('|')})$`);
@@ -21,7 +21,7 @@ export const rawListingsAdapter: Adapter = {
   kinds: ['LISTINGS'],
   async *pages<K extends Kind>(kind: K, ctx: FetchContext): AsyncGenerator<Page<K>> {
     if (kind !== 'LISTINGS') throw new AppError('upstream_rejected', `${ctx.market} has no ${kind}`);
-    const best = new Map<string, ListingRow>();
+    const best = new LowestOffers();
     const seen = new Set<string>();
     const rejected: Rejected[] = [];
     let total = Infinity;
@@ -48,16 +48,8 @@ export const rawListingsAdapter: Adapter = {
         return { ...identity(name, phase), price, count: 1, template_id: null, item_page_url: null };
       });
       rejected.push(...parsed.rejected);
-      for (const row of parsed.rows) {
-        const key = `${row.market_hash_name}\u0000${row.phase}`;
-        const cur = best.get(key);
-        if (!cur) best.set(key, row);
-        else {
-          cur.count += 1;
-          if (new Dec(row.price as string).lessThan(cur.price as string)) cur.price = row.price;
-        }
-      }
+      for (const row of parsed.rows) best.add(row);
     }
-    yield { rows: [...best.values()] as Page<K>['rows'], rejected };
+    yield { rows: best.rows() as Page<K>['rows'], rejected };
   },
 };
