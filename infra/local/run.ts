@@ -230,6 +230,8 @@ Data appears within a minute or two. Demo keys (also in ${config.DEMO_KEYS_FILE}
   curl -s -H 'x-api-key: ${keys.pro}' ${api}/v1/prices/cn-b/buyorder
   curl -s -H 'x-api-key: ${keys.enterprise}' '${api}/v1/indexes/market-cap?resolution=hourly'
   curl -s -H 'x-api-key: ${keys.enterprise}' -o sales.zip ${api}/v1/market-sales/export
+  curl -s -H 'x-api-key: ${keys.basic}' '${api}/v1/prices/changes?since=now'   # then follow next_cursor
+  curl -N -H 'x-api-key: ${keys.pro}' ${api}/v1/prices/stream                # live changes (SSE)
   curl -s -H 'x-api-key: ${keys.basic}' ${api}/v1/status
   curl -s -H 'x-api-key: ${keys.acl}' ${api}/v1/prices/cn-a          # 403: not in its ACL
   curl -s -H 'x-api-key: ${keys.expired}' ${api}/v1/prices/cn-a      # 401
