@@ -281,4 +281,16 @@ describe('the HTTP change feed and stream', () => {
       await sleep(100);
     }
   }, 60_000);
+
+  it('closing the API ends its open streams instead of waiting on them', async () => {
+    const other = await startApi(stack, pool, { plans: ['pro'], customer: 'shutdown.example', listen: true });
+    const res = await fetch(`${other.origin}/v1/prices/stream`, { headers: { 'x-api-key': other.keys.pro } });
+    expect(res.status).toBe(200);
+    const body = res.text();
+    const t0 = Date.now();
+    await other.app.close();
+    expect(Date.now() - t0).toBeLessThan(3_000);
+    // The client sees the stream end (EventSource would reconnect to another API process).
+    expect(await body).toMatch(/^retry: 2000\n/);
+  }, 30_000);
 });

@@ -61,7 +61,9 @@ export function registerChangeRoutes(app: FastifyInstance, o: ChangeRouteOptions
   const slots = new StreamSlots((plan) => STREAMS_PER_KEY[plan] ?? 0);
   const q = (req: FastifyRequest) => req.query as Record<string, unknown>;
   const key = (req: FastifyRequest) => req.apiKey as ApiKey;
-  app.addHook('onClose', async () => o.waker.closeAll());
+  // preClose, not onClose: the server's close waits for open responses, and a stream never ends
+  // by itself, so streams must be ended before it (else shutdown hangs on every open stream).
+  app.addHook('preClose', async () => o.waker.closeAll());
 
   app.get('/v1/prices/changes', { config: { endpoint: 'GET /v1/prices/changes' } }, async (req, reply) => {
     const markets = parseMarkets(q(req).markets, FEED_MARKETS);
