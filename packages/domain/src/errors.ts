@@ -21,6 +21,11 @@ const CODES = {
   upstream_malformed: true,
   // 4xx other than 429: our request is wrong, repeating it will not help
   upstream_rejected: false,
+  // a kind asked of an adapter whose format does not serve it (or without the input it needs):
+  // a mistake in our wiring, not anything the upstream said
+  kind_unsupported: false,
+  // the caller gave up on the request (shutdown): nothing failed, nothing to retry
+  cancelled: false,
   // our own infrastructure
   kafka_unavailable: true,
   registry_unavailable: true,

@@ -185,8 +185,9 @@ export interface ConsumerOptions {
   /** Where a group without committed offsets starts. @default true */
   fromBeginning?: boolean;
   /**
-   * Commit offsets to Kafka after each handled batch. The materializer turns this off and keeps
-   * its offsets in PostgreSQL with the rows. @default true
+   * Commit offsets to Kafka after each handled batch. The materializer leaves this on, but as a
+   * starting hint only: its offsets of record live in PostgreSQL (consumer_offsets, written in
+   * the batch's transaction) and decide what is new. @default true
    */
   autoCommit?: boolean;
   /**

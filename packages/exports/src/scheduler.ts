@@ -1,8 +1,9 @@
 /*
  * Builds the daily export once the data covers a new UTC day.
  *
- *   idle ──(every intervalMs)──▶ checking ──(new day covered)──▶ building ──▶ idle
+ *   idle ──(every intervalMs)──▶ checking ──(done: built the new day's export, or nothing new)──▶ idle
  *                                   └──(PostgreSQL away)──▶ idle (next tick retries)
+ *   (building the export is part of `checking`: SalesExportCache.ensureDaily does both)
  *   any ──stop()──▶ stopped
  */
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -197,7 +197,7 @@ export class UpstreamClient {
     } catch (err) {
       if (err instanceof AppError) throw err;
       if (signal?.aborted)
-        throw new AppError('upstream_timeout', `${this.options.market}: request cancelled`, {
+        throw new AppError('cancelled', `${this.options.market}: request cancelled`, {
           cause: err,
           details,
           retryable: false,

@@ -245,7 +245,7 @@ export class Poller {
   /** Runs one cycle of `kind` now, outside the schedule (tests, manual re-polls). */
   async runOnce(kind: Kind): Promise<CycleResult> {
     const job = this.jobs.find((j) => j.kind === kind);
-    if (!job) throw new AppError('upstream_rejected', `${this.options.market.slug} does not poll ${kind}`);
+    if (!job) throw new AppError('kind_unsupported', `${this.options.market.slug} does not poll ${kind}`);
     return this.cycle(job);
   }
 

@@ -227,7 +227,7 @@ describe('csfloat adapter: paging', () => {
 
   it('refuses every kind but LISTINGS without asking the upstream', async () => {
     const { ctx, calls } = fakeContext(byCursor({}));
-    expect((await failure(fetchAll('SALES', ctx))).code).toBe('upstream_rejected');
+    expect((await failure(fetchAll('SALES', ctx))).code).toBe('kind_unsupported');
     expect(calls).toEqual([]);
     expect(csfloatAdapter.kinds).toEqual(['LISTINGS']);
   });

@@ -168,7 +168,7 @@ export const csfloatAdapter: Adapter = {
     return credentials.apiKey ? { ...encoding, authorization: credentials.apiKey } : encoding;
   },
   async *pages<K extends Kind>(kind: K, ctx: FetchContext): AsyncGenerator<Page<K>> {
-    if (kind !== 'LISTINGS') throw new AppError('upstream_rejected', `${ctx.market} has no ${kind}`);
+    if (kind !== 'LISTINGS') throw new AppError('kind_unsupported', `${ctx.market} has no ${kind}`);
     const best = new LowestOffers();
     const seen = new Set<string>();
     const cursors = new CursorTrail(ctx.market);

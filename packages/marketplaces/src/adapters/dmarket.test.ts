@@ -173,7 +173,7 @@ describe('dmarket adapter: fields', () => {
   it('refuses a marketplace of another currency before asking: DMarket prices are US cents', async () => {
     const { ctx, calls } = fakeUpstream('eu-a', byCursor({ '': PAGE_2 }));
     const err = await failure(fetchAll('LISTINGS', ctx));
-    expect(err.code).toBe('upstream_rejected');
+    expect(err.code).toBe('config_invalid');
     expect(err.retryable).toBe(false);
     expect(calls).toEqual([]);
   });
@@ -275,8 +275,8 @@ describe('dmarket adapter: paging', () => {
 
   it('refuses every kind but LISTINGS without asking the upstream', async () => {
     const { ctx, calls } = fakeContext(byCursor({}));
-    expect((await failure(fetchAll('SALES', ctx))).code).toBe('upstream_rejected');
-    expect((await failure(fetchAll('BUYORDERS', ctx))).code).toBe('upstream_rejected');
+    expect((await failure(fetchAll('SALES', ctx))).code).toBe('kind_unsupported');
+    expect((await failure(fetchAll('BUYORDERS', ctx))).code).toBe('kind_unsupported');
     expect(calls).toEqual([]);
     expect(dmarketAdapter.kinds).toEqual(['LISTINGS']);
   });

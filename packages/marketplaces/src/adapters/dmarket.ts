@@ -168,7 +168,7 @@ function envelope(market: string, body: unknown): DmarketPage {
 function requireUsd(market: string): void {
   const currency = getMarket(market).currency;
   if (currency !== 'USD')
-    throw new AppError('upstream_rejected', `${market}: DMarket prices in USD, the market in ${currency}`, {
+    throw new AppError('config_invalid', `${market}: DMarket prices in USD, the market in ${currency}`, {
       details: { market },
       retryable: false,
     });
@@ -187,7 +187,7 @@ export const dmarketAdapter: Adapter = {
     return { 'accept-encoding': 'gzip' };
   },
   async *pages<K extends Kind>(kind: K, ctx: FetchContext): AsyncGenerator<Page<K>> {
-    if (kind !== 'LISTINGS') throw new AppError('upstream_rejected', `${ctx.market} has no ${kind}`);
+    if (kind !== 'LISTINGS') throw new AppError('kind_unsupported', `${ctx.market} has no ${kind}`);
     requireUsd(ctx.market);
     const best = new LowestOffers();
     const seen = new Set<string>();

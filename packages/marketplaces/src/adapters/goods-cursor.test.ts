@@ -150,7 +150,7 @@ describe('goods-cursor adapter (CN-A)', () => {
 
     it('refuses a kind CN-A does not serve', async () => {
       const { ctx, calls } = fakeContext(() => envelope([]));
-      expect((await failure(fetchAll('ORDER_BOOK', ctx))).code).toBe('upstream_rejected');
+      expect((await failure(fetchAll('ORDER_BOOK', ctx))).code).toBe('kind_unsupported');
       expect(calls).toEqual([]);
     });
   });

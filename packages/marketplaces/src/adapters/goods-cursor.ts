@@ -141,7 +141,7 @@ export const goodsCursorAdapter: Adapter = {
   async *pages<K extends Kind>(kind: K, ctx: FetchContext, input: KindInput): AsyncGenerator<Page<K>> {
     const path = PATHS[kind];
     const parse = PARSERS[kind] as ((o: Obj) => RowMap[K] | RowMap[K][]) | undefined;
-    if (!path || !parse) throw new AppError('upstream_rejected', `${ctx.market} has no ${kind}`);
+    if (!path || !parse) throw new AppError('kind_unsupported', `${ctx.market} has no ${kind}`);
     let cursor: string | undefined;
     for (let n = 0; ; n++) {
       const query = { cursor, limit: PAGE, since: input.window?.from, until: input.window?.to };

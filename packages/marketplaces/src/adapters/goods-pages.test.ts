@@ -116,7 +116,7 @@ describe('goods-pages adapter (CN-B / CN-C)', () => {
 
     it('refuses a kind CN-B does not serve', async () => {
       const { ctx } = fakeContext(() => envelope([]));
-      expect((await failure(fetchAll('HISTORY', ctx))).code).toBe('upstream_rejected');
+      expect((await failure(fetchAll('HISTORY', ctx))).code).toBe('kind_unsupported');
     });
   });
 

@@ -151,7 +151,7 @@ export const goodsPagesAdapter: Adapter = {
   async *pages<K extends Kind>(kind: K, ctx: FetchContext, input: KindInput): AsyncGenerator<Page<K>> {
     const path = PATHS[kind];
     const parse = PARSERS[kind] as ((o: Obj) => RowMap[K]) | undefined;
-    if (!path || !parse) throw new AppError('upstream_rejected', `${ctx.market} has no ${kind}`);
+    if (!path || !parse) throw new AppError('kind_unsupported', `${ctx.market} has no ${kind}`);
     const sec = (ms: number | undefined) => (ms === undefined ? undefined : Math.floor(ms / 1000));
     const window = { start_time: sec(input.window?.from), end_time: sec(input.window?.to) };
     let totalPages = 1;

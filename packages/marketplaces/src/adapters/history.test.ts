@@ -105,8 +105,8 @@ describe('history adapter (HIST-A)', () => {
 
   it('without a day, or for another kind, refuses before asking the upstream', async () => {
     const { ctx, calls } = fakeContext({});
-    expect((await failure(fetchAll('HISTORY', ctx, {}))).code).toBe('upstream_rejected');
-    expect((await failure(fetchAll('LISTINGS', ctx, { day: DAY }))).code).toBe('upstream_rejected');
+    expect((await failure(fetchAll('HISTORY', ctx, {}))).code).toBe('kind_unsupported');
+    expect((await failure(fetchAll('LISTINGS', ctx, { day: DAY }))).code).toBe('kind_unsupported');
     expect(calls).toEqual([]);
   });
 });

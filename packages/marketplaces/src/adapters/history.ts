@@ -9,7 +9,7 @@ export const historyAdapter: Adapter = {
   kinds: ['HISTORY'],
   async *pages<K extends Kind>(kind: K, ctx: FetchContext, input: KindInput): AsyncGenerator<Page<K>> {
     if (kind !== 'HISTORY' || input.day === undefined)
-      throw new AppError('upstream_rejected', `${ctx.market}: HISTORY needs a day`);
+      throw new AppError('kind_unsupported', `${ctx.market}: HISTORY needs a day`);
     const day = input.day;
     const date = utcDate(day * DAY_MS);
     let pages = 1;

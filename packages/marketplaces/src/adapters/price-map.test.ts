@@ -121,7 +121,7 @@ describe('price-map adapter (EU-A)', () => {
 
   it('refuses every kind but LISTINGS', async () => {
     const { ctx } = fakeContext({});
-    await expect(fetchAll('SALES', ctx)).rejects.toMatchObject({ code: 'upstream_rejected' });
+    await expect(fetchAll('SALES', ctx)).rejects.toMatchObject({ code: 'kind_unsupported' });
     await expect(fetchAll('SALES', ctx)).rejects.toBeInstanceOf(AppError);
   });
 });

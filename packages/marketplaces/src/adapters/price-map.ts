@@ -8,7 +8,7 @@ export const priceMapAdapter: Adapter = {
   format: 'price-map',
   kinds: ['LISTINGS'],
   async *pages<K extends Kind>(kind: K, ctx: FetchContext): AsyncGenerator<Page<K>> {
-    if (kind !== 'LISTINGS') throw new AppError('upstream_rejected', `${ctx.market} has no ${kind}`);
+    if (kind !== 'LISTINGS') throw new AppError('kind_unsupported', `${ctx.market} has no ${kind}`);
     const doc = await ctx.request(async () =>
       asObj(await ctx.client.getJson('/api/v1/prices', {}, ctx.signal), 'response'),
     );

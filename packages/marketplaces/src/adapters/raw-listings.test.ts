@@ -149,7 +149,7 @@ describe('raw-listings adapter (CN-D / EU-B)', () => {
 
   it('refuses every kind but LISTINGS', async () => {
     const { ctx, calls } = fakeContext(byOffset([[]]));
-    expect((await failure(fetchAll('BUYORDERS', ctx))).code).toBe('upstream_rejected');
+    expect((await failure(fetchAll('BUYORDERS', ctx))).code).toBe('kind_unsupported');
     expect(calls).toEqual([]);
   });
 });

@@ -20,7 +20,7 @@ export const rawListingsAdapter: Adapter = {
   format: 'raw-listings',
   kinds: ['LISTINGS'],
   async *pages<K extends Kind>(kind: K, ctx: FetchContext): AsyncGenerator<Page<K>> {
-    if (kind !== 'LISTINGS') throw new AppError('upstream_rejected', `${ctx.market} has no ${kind}`);
+    if (kind !== 'LISTINGS') throw new AppError('kind_unsupported', `${ctx.market} has no ${kind}`);
     const best = new LowestOffers();
     const seen = new Set<string>();
     const rejected: Rejected[] = [];

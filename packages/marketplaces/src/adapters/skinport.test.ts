@@ -148,7 +148,7 @@ describe('skinport adapter: GET /v1/items', () => {
   it('refuses every kind but LISTINGS without asking', async () => {
     const { ctx, calls } = fakeContext(() => ITEMS);
     for (const kind of ['BUYORDERS', 'SALES', 'HISTORY'] as const)
-      expect((await failure(fetchAll(kind, ctx))).code).toBe('upstream_rejected');
+      expect((await failure(fetchAll(kind, ctx))).code).toBe('kind_unsupported');
     expect(calls).toEqual([]);
   });
 

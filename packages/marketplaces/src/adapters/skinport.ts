@@ -182,7 +182,7 @@ export const skinportAdapter: Adapter = {
   needsApiKey: false,
   requestHeaders: () => ({ 'accept-encoding': 'br' }),
   async *pages<K extends Kind>(kind: K, ctx: FetchContext): AsyncGenerator<Page<K>> {
-    if (kind !== 'LISTINGS') throw new AppError('upstream_rejected', `${ctx.market} has no ${kind} on Skinport`);
+    if (kind !== 'LISTINGS') throw new AppError('kind_unsupported', `${ctx.market} has no ${kind} on Skinport`);
     const currency = getMarket(ctx.market).currency;
     // tradable=0: every listing, trade-locked ones too: the marketplace's whole offer.
     const query = { app_id: SKINPORT_APP_ID, currency, tradable: 0 };

@@ -414,7 +414,7 @@ describe('steam-market adapter (search/render)', () => {
   it('serves LISTINGS only', async () => {
     expect(steamMarketAdapter.kinds).toEqual(['LISTINGS']);
     const { ctx, calls } = fakeContext(() => USD_0);
-    expect(await failure(fetchAll('SALES', ctx))).toMatchObject({ code: 'upstream_rejected' });
+    expect(await failure(fetchAll('SALES', ctx))).toMatchObject({ code: 'kind_unsupported' });
     expect(calls).toEqual([]);
   });
 });

@@ -207,7 +207,7 @@ export const steamMarketAdapter: Adapter = {
   // about 150 kB of JSON, and the client decodes gzip.
   requestHeaders: () => ({ 'accept-encoding': 'gzip' }),
   async *pages<K extends Kind>(kind: K, ctx: FetchContext): AsyncGenerator<Page<K>> {
-    if (kind !== 'LISTINGS') throw new AppError('upstream_rejected', `${ctx.market} has no ${kind}`);
+    if (kind !== 'LISTINGS') throw new AppError('kind_unsupported', `${ctx.market} has no ${kind}`);
     // Signed out, search/render answers in USD whatever is asked; a marketplace pointed at this
     // format in another currency must get its answers in that currency (the text says which).
     const currency = getMarket(ctx.market).currency;

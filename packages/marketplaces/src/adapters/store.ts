@@ -56,7 +56,7 @@ export const storeAdapter: Adapter = {
   kinds: ['LISTINGS', 'ORDER_BOOK'],
   async *pages<K extends Kind>(kind: K, ctx: FetchContext): AsyncGenerator<Page<K>> {
     const spec = SPECS[kind] as { path: string; parse: (o: Obj) => RowMap[K] } | undefined;
-    if (!spec) throw new AppError('upstream_rejected', `${ctx.market} has no ${kind}`);
+    if (!spec) throw new AppError('kind_unsupported', `${ctx.market} has no ${kind}`);
     let total = Infinity;
     for (let start = 0; start < total; start += PAGE) {
       const data = await ctx.request(async () => {

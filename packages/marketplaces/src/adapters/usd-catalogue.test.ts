@@ -177,6 +177,6 @@ describe('usd-catalogue adapter (USD-1..6)', () => {
     const { ctx } = fakeContext({});
     const err = await fetchAll('ORDER_BOOK', ctx).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AppError);
-    expect(err).toMatchObject({ code: 'upstream_rejected' });
+    expect(err).toMatchObject({ code: 'kind_unsupported' });
   });
 });

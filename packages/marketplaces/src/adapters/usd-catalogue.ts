@@ -73,7 +73,7 @@ export const usdCatalogueAdapter: Adapter = {
   kinds: ['LISTINGS', 'SALES'],
   async *pages<K extends Kind>(kind: K, ctx: FetchContext, input: KindInput): AsyncGenerator<Page<K>> {
     const spec = PARSERS[kind] as { path: string; key: string; parse: (o: Obj) => RowMap[K] } | undefined;
-    if (!spec) throw new AppError('upstream_rejected', `${ctx.market} has no ${kind}`);
+    if (!spec) throw new AppError('kind_unsupported', `${ctx.market} has no ${kind}`);
     let pages = 1;
     for (let n = 1; n <= pages; n++) {
       const query = { page: n, per_page: PAGE, since: input.window?.from, until: input.window?.to };
