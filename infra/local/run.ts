@@ -31,7 +31,16 @@ const schema = z.object({
   TOPIC_SUFFIX: z.string().default(''),
   DEMO_KEYS_FILE: z.string().default('.local/demo-keys.json'),
   POLL_LISTINGS_MS: intFromEnv(0, 86_400_000).default(0).describe('listing interval (0: the registry default, 5 min)'),
-  HISTORY_BACKFILL_DAYS: intFromEnv(0, 400).default(30),
+  HISTORY_BACKFILL_DAYS: intFromEnv(0, 400)
+    .default(400)
+    .describe('days of daily closes imported on start: the history-only marketplace, and with RUN_WARM every one'),
+  RUN_WARM: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true')
+    .describe(
+      "warm demo: every listing marketplace's daily closes of HISTORY_BACKFILL_DAYS days are imported through the pipeline (the simulator serves them), so changes and averages are filled from the start",
+    ),
   RUN_FORMATS: z
     .string()
     .regex(/^(\s*[a-z0-9-]+=[a-z-]+\s*(,|$))*$/, "'<market>=<format>,…'")
@@ -146,6 +155,7 @@ supervisor.start({
     SIM_BASE_PORT: String(config.SIM_BASE_PORT),
     SIM_CATALOGUE_SIZE: String(config.RUN_CATALOGUE_SIZE),
     SIM_FORMATS: config.RUN_FORMATS,
+    SIM_DAILY_HISTORY: String(config.RUN_WARM),
     LOG_LEVEL: 'warn',
   },
 });
@@ -173,6 +183,7 @@ for (const m of MARKETS)
       MARKET: m.slug,
       UPSTREAM_BASE_URL: markets.find((x) => x.slug === m.slug)?.baseUrl as string,
       ...formatEnv(m.slug),
+      ...(config.RUN_WARM && m.capabilities.includes('listings') ? { DAILY_HISTORY: 'history' } : {}),
       HISTORY_BACKFILL_DAYS: String(config.HISTORY_BACKFILL_DAYS),
       ...(config.POLL_LISTINGS_MS ? { POLL_LISTINGS_MS: String(config.POLL_LISTINGS_MS) } : {}),
       ...metricsEnv(`poller-${m.slug}`),
@@ -239,3 +250,37 @@ Data appears within a minute or two. Demo keys (also in ${config.DEMO_KEYS_FILE}
 ${metricsBase ? `\nPrometheus metrics: http://127.0.0.1:${metricsBase}/metrics (materializer), :${metricsBase + 1} (API), :${metricsBase + 2}… (pollers, in registry order)\n` : ''}
 Ctrl-C stops everything.
 `);
+
+// ---- warming: a progress line until every marketplace's history is in --------------------------
+if (config.RUN_WARM && config.HISTORY_BACKFILL_DAYS > 0) void reportWarming();
+
+/** Prints how much of the imported daily history the read model has applied, until all of it. */
+async function reportWarming(): Promise<void> {
+  const days = config.HISTORY_BACKFILL_DAYS;
+  const total =
+    MARKETS.filter((m) => m.capabilities.includes('listings') || m.capabilities.includes('history')).length * days;
+  const pool = createPool({ databaseUrl: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, max: 1 });
+  const started = Date.now();
+  try {
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 5_000));
+      if (stopping) return;
+      const { rows } = await pool
+        .query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM poll_cycles WHERE kind = 'HISTORY' AND applied_at IS NOT NULL`,
+        )
+        .catch(() => ({ rows: [{ n: 0 }] })); // the materializer has not created its tables yet
+      const n = Math.min(total, rows[0]?.n ?? 0);
+      const s = Math.round((Date.now() - started) / 1000);
+      if (n >= total) {
+        process.stdout.write(`warm: ${days} days of daily closes on every marketplace, in ${s} s\n`);
+        return;
+      }
+      process.stdout.write(
+        `warming: ${n} of ${total} marketplace-days of daily history applied (${Math.floor((100 * n) / total)} %, ${s} s)\n`,
+      );
+    }
+  } finally {
+    await pool.end();
+  }
+}

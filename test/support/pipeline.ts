@@ -45,13 +45,14 @@ export async function startSimulator(
   size: number,
   start = Date.UTC(2026, 10, 20, 12),
   formats: Partial<Record<MarketSlug, UpstreamFormat>> = {},
+  extra: { dailyHistory?: boolean } = {},
 ): Promise<Sim> {
   const catalogue = generateCatalogue({ seed: 7, size });
   const model = new MarketModel(catalogue, 7);
   const clock = new SimClock(start, 0);
   const faults = new FaultBoard();
   const sim = new Simulator({ model, extras: new Extras(model), clock, faults, logger: createLogger('sim', 'silent') });
-  const running = await sim.start({ host: '127.0.0.1', controlPort: 0, basePort: 0, formats });
+  const running = await sim.start({ host: '127.0.0.1', controlPort: 0, basePort: 0, formats, ...extra });
   stack.defer(() => running.stop());
   const control = async (method: string, path: string, body?: unknown): Promise<unknown> => {
     const res = await fetch(`${running.controlUrl}${path}`, {

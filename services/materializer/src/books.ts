@@ -19,6 +19,7 @@ import type {
 } from '@skinprices/events';
 import { DAY_MS } from '@skinprices/domain';
 import type { CopyValue, PoolClient } from '@skinprices/store';
+import { refreshStats } from './derived.js';
 import { setExcluded, stage } from './stage.js';
 
 interface Spec<E> {
@@ -184,6 +185,36 @@ async function insertSales(client: PoolClient, messages: readonly DecodedMessage
     ON CONFLICT (market, sale_id) DO NOTHING`);
 }
 
+/**
+ * Closes imported for days a listing row's statistics already covered (a marketplace's daily
+ * history arriving after its first prices: the warm demo) change its bases and averages: those
+ * rows are computed again, as a late listing close does (listings.ts). Only closes within the
+ * 90 days the statistics read can matter; the history-only marketplace has no listing rows.
+ */
+async function restateStats(client: PoolClient, messages: readonly DecodedMessage<'historyPoint'>[]): Promise<void> {
+  const first = new Map<string, { market: string; name: string; phase: string; day: number }>();
+  for (const m of messages) {
+    const e = m.value as HistoryPointEvent;
+    const k = `${e.market}\u0000${e.market_hash_name}\u0000${e.phase}`;
+    const cur = first.get(k);
+    if (!cur || e.day < cur.day)
+      first.set(k, { market: e.market, name: e.market_hash_name, phase: e.phase, day: e.day });
+  }
+  const rows = [...first.values()];
+  if (rows.length === 0) return;
+  await refreshStats(
+    client,
+    `SELECT c.market, c.market_hash_name, c.phase, c.stats_day AS d
+     FROM listings_current c
+     JOIN unnest($1::text[], $2::text[], $3::text[], $4::int[]) AS h(market, market_hash_name, phase, first_day)
+       USING (market, market_hash_name, phase)
+     WHERE c.stats_day IS NOT NULL
+       AND DATE '1970-01-01' + h.first_day < c.stats_day
+       AND DATE '1970-01-01' + h.first_day >= c.stats_day - 90`,
+    [rows.map((r) => r.market), rows.map((r) => r.name), rows.map((r) => r.phase), rows.map((r) => r.day)],
+  );
+}
+
 export type BookKind = 'buyorder' | 'floatRanged' | 'floatBuyorder' | 'orderBook' | 'sale' | 'historyPoint';
 
 export async function applyBooks(
@@ -201,7 +232,8 @@ export async function applyBooks(
     case 'orderBook':
       return upsertLatest(client, ORDER_BOOK, messages);
     case 'historyPoint':
-      return upsertLatest(client, HISTORY, messages);
+      await upsertLatest(client, HISTORY, messages);
+      return restateStats(client, messages as DecodedMessage<'historyPoint'>[]);
     case 'sale':
       return insertSales(client, messages as DecodedMessage<'sale'>[]);
   }

@@ -41,6 +41,12 @@ export const pollerConfigSchema = z.object({
   CIRCUIT_COOLDOWN_MS: ms(60_000).describe('how long an open circuit keeps the marketplace off'),
   SALES_LOOKBACK_MS: ms(3 * 3_600_000).describe('how far back the first sales window reaches'),
   HISTORY_BACKFILL_DAYS: intFromEnv(0, 3650).default(400).describe('days of history imported on the first run'),
+  DAILY_HISTORY: z
+    .enum(['off', 'history'])
+    .default('off')
+    .describe(
+      "import this marketplace's daily closes from its upstream's history endpoint in this format (the simulator serves one for every marketplace with SIM_DAILY_HISTORY=true: make run's warm demo)",
+    ),
   METRICS_HOST: z.string().default('127.0.0.1').describe('where /metrics listens'),
   METRICS_PORT: intFromEnv(0, 65535).optional().describe('Prometheus /metrics port; unset: no endpoint'),
 });

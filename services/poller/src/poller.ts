@@ -74,6 +74,13 @@ export interface PollerOptions {
   /** Days of history imported on the first run. */
   historyBackfillDays: number;
   /**
+   * An adapter that reads this marketplace's daily closes from a history endpoint of its upstream
+   * (the simulator serves one for every marketplace when asked: the warm demo of `make run`). A
+   * HISTORY job then imports them like the history-only marketplace's, so changes and averages
+   * have closes to stand on from the first day. @default none
+   */
+  dailyHistory?: Adapter;
+  /**
    * Fetches of the data topic's end offsets before a COMPLETE cycle is marked PARTIAL for want of
    * them (each already retried by kafkajs; backoff as for upstream requests). @default 3
    */
@@ -116,7 +123,11 @@ class Job {
   /** Wakes the loop early (stop). */
   wake = new AbortController();
   loop: Promise<void> | undefined;
-  constructor(readonly kind: Kind) {}
+  /** The job's own adapter (daily history of a listing marketplace); else the marketplace's. */
+  constructor(
+    readonly kind: Kind,
+    readonly adapter?: Adapter,
+  ) {}
 }
 
 export class Poller {
@@ -138,6 +149,7 @@ export class Poller {
       (k) => this.adapter.kinds.includes(k) && offered.has(k),
     );
     this.jobs = kinds.map((k) => new Job(k));
+    if (options.dailyHistory && !kinds.includes('HISTORY')) this.jobs.push(new Job('HISTORY', options.dailyHistory));
     // The stricter of our configuration and what the real upstream documents.
     const limits = this.adapter.limits;
     this.limiter = new TokenBucket(
@@ -304,7 +316,7 @@ export class Poller {
     };
 
     try {
-      for await (const page of aheadOne(this.adapter.pages(kind, ctx, input))) {
+      for await (const page of aheadOne((job.adapter ?? this.adapter).pages(kind, ctx, input))) {
         if (page.rejected.length > 0) {
           rejected += page.rejected.length;
           metrics.rejected.inc(labels, page.rejected.length);

@@ -20,6 +20,13 @@ export const simulatorConfigSchema = z.object({
     .describe('distinct market_hash_names; 35000 is the real catalogue'),
   SIM_SPEED: z.coerce.number().min(0).max(1_000_000).default(1).describe('simulated seconds per real second'),
   SIM_START: z.string().optional().describe('simulated start time, ISO 8601; default: now'),
+  SIM_DAILY_HISTORY: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true')
+    .describe(
+      "every marketplace also serves its daily closes at /api/history/daily (the history format), for make run's warm demo",
+    ),
   SIM_FORMATS: z
     .string()
     .default('')

@@ -22,6 +22,7 @@ const running = await simulator.start({
   controlPort: config.SIM_CONTROL_PORT,
   basePort: config.SIM_BASE_PORT,
   formats: config.SIM_FORMATS,
+  dailyHistory: config.SIM_DAILY_HISTORY,
 });
 shutdown.register('simulator', () => running.stop());
 shutdown.listen();

@@ -43,6 +43,11 @@ export interface SimulatorOptions {
    * the simulator side of pointing a poller at a real marketplace's format.
    */
   formats?: Partial<Record<MarketSlug, UpstreamFormat>>;
+  /**
+   * Every marketplace also answers the history format's daily closes (`/api/history/daily`): a
+   * demo platform imports a year of them in minutes instead of observing a year. @default false
+   */
+  dailyHistory?: boolean;
 }
 
 export interface RunningSimulator {
@@ -77,6 +82,7 @@ export class Simulator {
   /** Per marketplace: requests answered and the wall-clock time of the first (benchmarks time cold starts from it). */
   private readonly traffic = new Map<MarketSlug, { requests: number; first_at: number }>();
 
+  private dailyHistory = false;
   /** Per marketplace, the format it is served in. */
   private readonly formatOf = new Map<MarketSlug, UpstreamFormat>(MARKETS.map((m) => [m.slug, m.upstreamFormat]));
 
@@ -85,6 +91,7 @@ export class Simulator {
   async start(options: SimulatorOptions): Promise<RunningSimulator> {
     for (const [slug, format] of Object.entries(options.formats ?? {}))
       if (isMarketSlug(slug) && format) this.formatOf.set(slug, format);
+    this.dailyHistory = options.dailyHistory ?? false;
     const marketUrls = {} as Record<MarketSlug, string>;
     for (const [i, m] of MARKETS.entries()) {
       const port = options.basePort === 0 ? 0 : options.basePort + i;
@@ -124,7 +131,9 @@ export class Simulator {
     else this.traffic.set(market, { requests: 1, first_at: Date.now() });
     try {
       const url = new URL(req.url ?? '/', 'http://sim');
-      const route = ROUTES[this.formatOf.get(market) ?? getMarket(market).upstreamFormat][url.pathname];
+      const route =
+        ROUTES[this.formatOf.get(market) ?? getMarket(market).upstreamFormat][url.pathname] ??
+        (this.dailyHistory ? ROUTES.history[url.pathname] : undefined);
       if (req.method !== 'GET' || !route) return json(res, 404, { error: 'not found' }, simDate(this.deps.clock));
       const faults = this.deps.faults.pick(market, url.pathname);
       for (const f of faults) if (f.kind === 'latency') await sleep(f.latencyMs ?? 1000);
