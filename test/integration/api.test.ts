@@ -334,8 +334,12 @@ describe('read API', () => {
       close: daily.points[0].price,
     });
     const c = daily.points[0] as Record<'open' | 'high' | 'low' | 'close', string>;
-    expect(Number(c.low)).toBeLessThanOrEqual(Math.min(Number(c.open), Number(c.close)));
-    expect(Number(c.high)).toBeGreaterThanOrEqual(Math.max(Number(c.open), Number(c.close)));
+    const low = new Decimal(c.low);
+    const high = new Decimal(c.high);
+    for (const v of [c.open, c.close]) {
+      expect(low.lte(v), `low ${c.low} ≤ ${v}`).toBe(true);
+      expect(high.gte(v), `high ${c.high} ≥ ${v}`).toBe(true);
+    }
     // Hourly snapshots are observations: a DELTA cycle does not observe an unchanged item.
     const hourly = (await get(`${url}&resolution=hourly`, k.basic)).json();
     expect(hourly.points.length).toBeGreaterThanOrEqual(1);

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { AppError } from '@skinprices/domain';
+import { AppError, Dec } from '@skinprices/domain';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FetchContext } from '../adapter.js';
 import { UpstreamClient } from '../client.js';
@@ -154,7 +154,7 @@ describe('dmarket adapter: fields', () => {
       { reason: 'extra: not an object', raw: raws[11] },
     ]);
     // Not one invented price: every row that came out has a price above zero.
-    for (const r of page?.rows ?? []) expect(Number(r.price)).toBeGreaterThan(0);
+    for (const r of page?.rows ?? []) expect(new Dec(r.price as string).greaterThan(0)).toBe(true);
   });
 
   it('refuses an offer without an itemId (it could not be told from a repeat), and one that is not an object', async () => {

@@ -1,4 +1,4 @@
-import type { MarketSlug } from '@skinprices/domain';
+import { Dec, type MarketSlug } from '@skinprices/domain';
 import { createLogger } from '@skinprices/runtime';
 import { describe, expect, it } from 'vitest';
 import { generateCatalogue } from '../catalogue.js';
@@ -62,13 +62,15 @@ describe('dmarket format', () => {
   it('is consistent with the truth: lowest price.USD and offer count per (title, phase), phases kept apart', () => {
     const ctx = context();
     const all = walk(ctx, { ...CS2, limit: '100', orderBy: 'price', orderDir: 'asc' }).flatMap((p) => p.objects);
-    const agg = new Map<string, { cents: number; count: number }>();
+    // Cents as BigInt: integer and exact, never a float.
+    const agg = new Map<string, { cents: bigint; count: number }>();
     for (const o of all) {
       expect(o.price.USD).toMatch(/^[1-9]\d*$/);
       const key = `${o.title}|${o.extra.phaseTitle ?? ''}`;
       const cur = agg.get(key);
+      const cents = BigInt(o.price.USD);
       agg.set(key, {
-        cents: Math.min(cur?.cents ?? Infinity, Number(o.price.USD)),
+        cents: cur === undefined || cents < cur.cents ? cents : cur.cents,
         count: (cur?.count ?? 0) + o.amount,
       });
     }
@@ -76,7 +78,7 @@ describe('dmarket format', () => {
       .filter((r) => (r.count as number) > 0)
       .map((r) => `${String(r.market_hash_name)}|${String(r.phase)}|${String(r.price)}|${String(r.count)}`)
       .sort();
-    const got = [...agg].map(([k, v]) => `${k}|${(v.cents / 100).toFixed(2)}|${v.count}`).sort();
+    const got = [...agg].map(([k, v]) => `${k}|${new Dec(v.cents.toString()).div(100).toFixed(2)}|${v.count}`).sort();
     expect(got).toEqual(expected);
     // Doppler rows are there, as separate items: phase in extra, never in the title.
     expect(got.some((g) => /\| Doppler .*\|(Phase \d|Ruby|Sapphire|Black Pearl|Emerald)\|/.test(g))).toBe(true);
@@ -103,18 +105,20 @@ describe('dmarket format', () => {
   it('puts every estimate below the cheapest offer: only price.USD is an offer', () => {
     const ctx = context();
     const all = walk(ctx, { ...CS2, limit: '100' }).flatMap((p) => p.objects);
-    const cheapest = new Map<string, number>();
+    const cheapest = new Map<string, bigint>();
     for (const o of all) {
       const key = `${o.title}|${o.extra.phase ?? ''}`;
-      cheapest.set(key, Math.min(cheapest.get(key) ?? Infinity, Number(o.price.USD)));
+      const cents = BigInt(o.price.USD);
+      const cur = cheapest.get(key);
+      if (cur === undefined || cents < cur) cheapest.set(key, cents);
     }
     for (const o of all) {
       const min = cheapest.get(`${o.title}|${o.extra.phase ?? ''}`)!;
       for (const estimate of [o.suggestedPrice, o.instantPrice, o.discountPrice])
-        expect(Number(estimate.USD)).toBeLessThanOrEqual(min);
+        expect(BigInt(estimate.USD) <= min, `${estimate.USD} ≤ ${min}`).toBe(true);
       expect(o.price.DMC).not.toBe(o.price.USD);
     }
-    expect(all.some((o) => Number(o.suggestedPrice.USD) < Number(o.price.USD))).toBe(true);
+    expect(all.some((o) => BigInt(o.suggestedPrice.USD) < BigInt(o.price.USD))).toBe(true);
   });
 
   it('pages by an opaque cursor, at most 100 a page (50 by default); the last cursor is empty', () => {
@@ -139,9 +143,9 @@ describe('dmarket format', () => {
   it('sorts by price ascending, and by title descending by default', () => {
     const ctx = context();
     const prices = walk(ctx, { ...CS2, limit: '100', orderBy: 'price', orderDir: 'asc' }).flatMap((p) =>
-      p.objects.map((o) => Number(o.price.USD)),
+      p.objects.map((o) => BigInt(o.price.USD)),
     );
-    expect(prices).toEqual([...prices].sort((a, b) => a - b));
+    expect(prices).toEqual([...prices].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
     const titles = walk(ctx, { ...CS2, limit: '100' }).flatMap((p) => p.objects.map((o) => o.title));
     expect(titles).toEqual([...titles].sort((a, b) => b.localeCompare(a)));
   });
@@ -173,7 +177,7 @@ describe('dmarket format', () => {
     expect(some.length).toBeGreaterThan(0);
     expect(some.every((o) => o.title.includes('Doppler'))).toBe(true);
     const cheap = walk(ctx, { ...CS2, limit: '100', priceTo: '100' }).flatMap((p) => p.objects);
-    expect(cheap.every((o) => Number(o.price.USD) <= 100)).toBe(true);
+    expect(cheap.every((o) => BigInt(o.price.USD) <= 100n)).toBe(true);
     expect(cheap.length).toBeLessThan(all.length);
     const p2p = walk(ctx, { ...CS2, limit: '100', types: 'p2p' }).flatMap((p) => p.objects);
     expect(p2p.length).toBeGreaterThan(0);

@@ -239,10 +239,15 @@ function expand(ctx: SimContext): DmarketOffer[] {
 
 function sorted(offers: DmarketOffer[], by: OrderBy, dir: 'asc' | 'desc'): DmarketOffer[] {
   const byId = (a: DmarketOffer, b: DmarketOffer) => (a.itemId < b.itemId ? -1 : a.itemId > b.itemId ? 1 : 0);
-  const cents = (o: DmarketOffer) => Number(o.price.USD);
+  // Integer cents compared as integers (BigInt): a price never becomes a float here either.
+  const byPrice = (a: DmarketOffer, b: DmarketOffer) => {
+    const x = BigInt(a.price.USD);
+    const y = BigInt(b.price.USD);
+    return x < y ? -1 : x > y ? 1 : 0;
+  };
   const cmp: Partial<Record<OrderBy, (a: DmarketOffer, b: DmarketOffer) => number>> = {
-    price: (a, b) => cents(a) - cents(b),
-    title: (a, b) => a.title.localeCompare(b.title) || cents(a) - cents(b),
+    price: byPrice,
+    title: (a, b) => a.title.localeCompare(b.title) || byPrice(a, b),
     updated: (a, b) => a.createdAt - b.createdAt,
     best_discount: (a, b) => a.discount - b.discount,
   };
@@ -293,12 +298,12 @@ function marketItems(ctx: SimContext, q: URLSearchParams, options: DmarketOption
   const title = (q.get('title') ?? '').toLowerCase();
   const all = gameId === 'a8db' ? ctx.model.memo(`dmarket:${ctx.market}`, ctx.clock.now(), () => expand(ctx)) : [];
   const chosen = all.filter((o) => {
-    const cents = Number(o.price.USD);
+    const cents = BigInt(o.price.USD);
     // DMarket's title filter is loose: a part of the title matches.
     return (
       (title === '' || o.title.toLowerCase().includes(title)) &&
-      (from === 0 || cents >= from) &&
-      (to === 0 || cents <= to) &&
+      (from === 0 || cents >= BigInt(from)) &&
+      (to === 0 || cents <= BigInt(to)) &&
       types.includes(o.type)
     );
   });
