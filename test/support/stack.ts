@@ -78,7 +78,9 @@ export class TestStack {
     const name = uniqueName('t');
     const admin = createPool({ databaseUrl: this.env.databaseUrl, max: 1 });
     await admin.query(`CREATE SCHEMA ${ident(name)}`);
-    const pool = createPool({ databaseUrl: this.env.databaseUrl, schema: name, max: 4 });
+    // A materializer on it holds the schema lock and applies three partitions at once beside its
+    // derive path, and the test reads alongside.
+    const pool = createPool({ databaseUrl: this.env.databaseUrl, schema: name, max: 8 });
     this.cleanups.push(async () => {
       await pool.end();
       await admin.query(`DROP SCHEMA ${ident(name)} CASCADE`);

@@ -195,9 +195,14 @@ export interface ConsumerOptions {
    * partitions to another. @default 30000 (the broker's minimum is 6000)
    */
   sessionTimeoutMs?: number;
+  /**
+   * Batches of this many partitions handled at once (kafkajs partitionsConsumedConcurrently);
+   * one partition's batches are still handled one after another, in offset order. @default 1
+   */
+  concurrency?: number;
 }
 
-/** A consumer of one or more topics that hands the handler decoded batches, one partition at a time. */
+/** A consumer of one or more topics that hands the handler decoded batches of one partition each. */
 export class EventConsumer<K extends EventKind> {
   private readonly consumer: Consumer;
   private readonly byTopic: Map<string, TopicCodec<K>>;
@@ -230,6 +235,7 @@ export class EventConsumer<K extends EventKind> {
     const autoCommit = this.options.autoCommit ?? true;
     await this.consumer.run({
       autoCommit,
+      partitionsConsumedConcurrently: this.options.concurrency ?? 1,
       eachBatchAutoResolve: false,
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }) => {
         const codec = this.byTopic.get(batch.topic);

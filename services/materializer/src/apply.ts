@@ -1,6 +1,9 @@
 /**
- * Applies one consumed batch (one partition of one topic) to PostgreSQL in one transaction:
- * the rows it produces and the partition's next offset commit together, or not at all.
+ * The ingest path: applies one consumed batch (one partition of one topic) to PostgreSQL in one
+ * transaction: the rows it produces and the partition's next offset commit together, or not at
+ * all. Nothing else runs in it: poll-cycle markers are stored here and applied by the derive path
+ * in transactions of their own (deriver.ts), and batches of different partitions commit
+ * concurrently (materializer.ts).
  *
  * Exactly-once effect: the transaction first locks the partition's offset row and drops every
  * message below the stored offset, so a batch redelivered after a crash (Kafka's committed
@@ -17,11 +20,10 @@
  * at another cluster cannot skip records between the start-up check and its first batch.
  */
 import type { ConsumedBatch, DecodedMessage, PollCycleEvent } from '@skinprices/events';
-import type { Logger } from '@skinprices/runtime';
 import type { PoolClient } from '@skinprices/store';
 import { applyBooks, type BookKind } from './books.js';
 import { applyListings } from './listings.js';
-import { applyReadyMarkers, storeMarkers } from './markers.js';
+import { storeMarkers } from './markers.js';
 import { offsetsMismatchError, storedOffsetMismatch } from './offsets.js';
 import { applyIsolating, failureMessage, sqlState } from './poison.js';
 
@@ -55,8 +57,6 @@ export interface ApplyOptions {
    * the next materializer start)
    */
   clusterId?: string;
-  /** Hears markers applied as PARTIAL because they could not vouch for removals. @default none */
-  logger?: Pick<Logger, 'warn'>;
 }
 
 export interface ApplyResult {
@@ -68,9 +68,6 @@ export interface ApplyResult {
   poisoned: number;
   /** The batch's first apply failed on a record's content and was taken apart (poison.ts). */
   isolated: boolean;
-  markersApplied: string[];
-  /** Wall time of the derive path (applying ready poll-cycle markers), in ms. */
-  deriveMs: number;
   /**
    * The stored next offset lies past the batch's high watermark, so the whole batch was below
    * it and skipped. Either this log is not the one the offset counts (recreated topic) or the
@@ -87,10 +84,9 @@ export async function applyBatch(
   options: ApplyOptions,
 ): Promise<ApplyResult> {
   const { groupId } = options;
-  const derived = {
+  const listingOptions = {
     outbox: options.outbox ?? true,
     hourlyRetentionDays: options.hourlyRetentionDays ?? 100,
-    ...(options.logger ? { logger: options.logger } : {}),
   };
   const result: ApplyResult = {
     applied: 0,
@@ -98,8 +94,6 @@ export async function applyBatch(
     deadLetters: 0,
     poisoned: 0,
     isolated: false,
-    markersApplied: [],
-    deriveMs: 0,
   };
   await client.query('BEGIN');
   try {
@@ -138,7 +132,9 @@ export async function applyBatch(
           result.deadLetters++;
         } else if (m.value !== null) good.push(m);
       }
-      const isolation = await applyIsolating(client, good, (records) => applyRecords(client, kind, records, derived));
+      const isolation = await applyIsolating(client, good, (records) =>
+        applyRecords(client, kind, records, listingOptions),
+      );
       for (const p of isolation.poisoned)
         await deadLetter(client, p.record, 'sql', failureMessage(p.error), sqlState(p.error) ?? null);
       result.isolated = isolation.isolated;
@@ -157,18 +153,14 @@ export async function applyBatch(
         [groupId, batch.topic, batch.partition, (BigInt(last.offset) + 1n).toString(), clusterId],
       );
     }
-    const t0 = performance.now();
-    result.markersApplied = await applyReadyMarkers(client, groupId, derived);
-    result.deriveMs = performance.now() - t0;
     // Readers (the API's body caches) hear of the change when, and only if, it commits, and of
-    // what it touched: `<kind>:<market>` per marketplace of the applied records, `derived` when
-    // cycle markers ran (removals, liquidity, statistics and market cap touch every list).
+    // what it touched: `<kind>:<market>` per marketplace of the applied records (the derive path
+    // sends `derived` for what markers change: deriver.ts).
     const tags = new Set<string>();
     if (kind !== 'pollCycle' && result.applied > 0) {
       const poisoned = new Set(poisonedRecords);
       for (const m of goodRecords) if (!poisoned.has(m)) tags.add(`${kind}:${(m.value as { market: string }).market}`);
     }
-    if (result.markersApplied.length > 0) tags.add('derived');
     if (tags.size > 0)
       await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema() || chr(9) || $1)`, [
         [...tags].join(','),
@@ -186,9 +178,9 @@ async function applyRecords(
   client: PoolClient,
   kind: MaterializedKind,
   records: readonly DecodedMessage<MaterializedKind>[],
-  derived: { outbox: boolean; hourlyRetentionDays: number },
+  listingOptions: { outbox: boolean; hourlyRetentionDays: number },
 ): Promise<void> {
-  if (kind === 'listing') await applyListings(client, records as DecodedMessage<'listing'>[], derived);
+  if (kind === 'listing') await applyListings(client, records as DecodedMessage<'listing'>[], listingOptions);
   else if (kind === 'pollCycle')
     await storeMarkers(
       client,

@@ -34,7 +34,12 @@ export const materializerConfigSchema = z.object({
   EXPORT_CHECK_INTERVAL_MS: intFromEnv(1_000, 3_600_000)
     .default(60_000)
     .describe('how often to check whether the data covers a new day for the daily sales export'),
-  DB_POOL_SIZE: intFromEnv(1, 100).default(6).describe('PostgreSQL connections'),
+  CONSUME_CONCURRENCY: intFromEnv(1, 32)
+    .default(3)
+    .describe('partitions applied at once, each in its own transaction (DB_POOL_SIZE must exceed it by 4)'),
+  DB_POOL_SIZE: intFromEnv(1, 100)
+    .default(8)
+    .describe('PostgreSQL connections: ingest batches, the derive path, the schema lock, heartbeat, outbox, export'),
   HEARTBEAT_INTERVAL_MS: intFromEnv(1_000, 60_000)
     .default(5_000)
     .describe('how often this process writes its materializer_heartbeat row (state, lag) for /v1/status'),

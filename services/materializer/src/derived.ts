@@ -46,6 +46,15 @@ export async function refreshStats(client: PoolClient, targets: string, params: 
          ON l.market = t.market AND l.market_hash_name = t.market_hash_name AND l.phase = t.phase
         AND l.day >= t.d - 90 AND l.day < t.d
        GROUP BY t.market, t.market_hash_name, t.phase, t.d
+     ),
+     -- The outlier guard's peer reference of each target (see the listings merge).
+     peers AS (
+       SELECT t.market, t.market_hash_name, t.phase, percentile_disc(0.5) WITHIN GROUP (ORDER BY p.price) AS peer
+       FROM t JOIN listings_current c USING (market, market_hash_name, phase)
+       JOIN listings_current p
+         ON p.market_hash_name = c.market_hash_name AND p.phase = c.phase AND p.currency = c.currency
+        AND p.market <> c.market AND p.price IS NOT NULL
+       GROUP BY t.market, t.market_hash_name, t.phase
      )
      UPDATE listings_current c SET
        stats_day = a.d, base_1d = a.b1, base_7d = a.b7, base_30d = a.b30, base_90d = a.b90,
@@ -53,9 +62,9 @@ export async function refreshStats(client: PoolClient, targets: string, params: 
        change_24h = pct_change(c.price, a.b1), change_7d = pct_change(c.price, a.b7),
        change_30d = pct_change(c.price, a.b30), change_90d = pct_change(c.price, a.b90),
        -- A new own reference: judge the price against it (and the peers as they stand) again.
-       (is_outlier, confidence) = (SELECT q.is_outlier, q.confidence FROM listing_quality(
-         c.price, c.count, a.m7, peer_median(c.market_hash_name, c.phase, c.currency, c.market)) q)
-     FROM a
+       is_outlier = listing_outlier(c.price, a.m7, a.peer),
+       confidence = listing_confidence(c.price, c.count, a.m7, a.peer)
+     FROM (SELECT a.*, peers.peer FROM a LEFT JOIN peers USING (market, market_hash_name, phase)) a
      WHERE c.market = a.market AND c.market_hash_name = a.market_hash_name AND c.phase = a.phase`,
     params,
   );

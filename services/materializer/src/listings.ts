@@ -119,8 +119,21 @@ const MERGE = `
            (old.stats_day IS NULL OR old.stats_day < (s.observed_at AT TIME ZONE 'UTC')::date) AS new_day
     FROM s LEFT JOIN old USING (market, market_hash_name, phase)
   ),
-  calc AS (
-    SELECT st.*, a.* FROM st LEFT JOIN LATERAL (
+  -- The outlier guard's peer reference (migrations/0007, 0008): the median of the item's current
+  -- prices on the other marketplaces of its currency, one aggregate over the batch's items.
+  peers AS (
+    SELECT s.market, s.market_hash_name, s.phase, percentile_disc(0.5) WITHIN GROUP (ORDER BY c.price) AS peer
+    FROM s JOIN listings_current c
+      ON c.market_hash_name = s.market_hash_name AND c.phase = s.phase AND c.currency = s.currency
+     AND c.market <> s.market AND c.price IS NOT NULL
+    GROUP BY s.market, s.market_hash_name, s.phase
+  ),
+  -- MATERIALIZED: own and peer are plain columns for the guard below; pasted in as expressions
+  -- they would make listing_confidence (which reads each more than once) too costly to inline.
+  calc AS MATERIALIZED (
+    SELECT st.*, a.*, peers.peer,
+           CASE WHEN st.new_day THEN a.m7 ELSE st.old_median_7d END AS own
+    FROM st LEFT JOIN peers USING (market, market_hash_name, phase) LEFT JOIN LATERAL (
       SELECT ${statsAggregates('l', 'st.d')}
       FROM listing_daily l
       WHERE st.new_day AND l.market = st.market AND l.market_hash_name = st.market_hash_name
@@ -132,12 +145,10 @@ const MERGE = `
                                   change_24h, change_7d, change_30d, change_90d, is_outlier, confidence)
     SELECT ${LISTING_COLUMNS.join(', ')}, CASE WHEN new_day THEN d END, b1, b7, b30, b90, a7, a30, a90, m7,
            pct_change(price, b1), pct_change(price, b7), pct_change(price, b30), pct_change(price, b90),
-           q.is_outlier, q.confidence
-    FROM calc,
-    -- The outlier guard (migrations/0007) against the own median in force and the peers as they
-    -- stand; the listings marker judges the item's other rows again once this cycle is in.
-    LATERAL listing_quality(price, count, CASE WHEN new_day THEN m7 ELSE old_median_7d END,
-                            peer_median(market_hash_name, phase, currency, market)) q
+           -- The outlier guard against the own median in force and the peers as they stand; the
+           -- listings marker judges the item's other rows again once this cycle is in.
+           listing_outlier(price, own, peer), listing_confidence(price, count, own, peer)
+    FROM calc
     ON CONFLICT (market, market_hash_name, phase) DO UPDATE SET ${setExcluded(LISTING_COLUMNS.slice(3))},
       stats_day = coalesce(excluded.stats_day, listings_current.stats_day),
       ${STATS.map((c) => `${c} = ${kept(c)}`).join(', ')},

@@ -38,6 +38,7 @@ const materializer = new Materializer(
     migrationsDir: MIGRATIONS_DIR,
     sessionTimeoutMs: config.CONSUMER_SESSION_TIMEOUT_MS,
     hourlyRetentionDays: config.HOURLY_RETENTION_DAYS,
+    concurrency: config.CONSUME_CONCURRENCY,
     heartbeatIntervalMs: config.HEARTBEAT_INTERVAL_MS,
   },
   { kafka, serde, pool, logger, metrics },

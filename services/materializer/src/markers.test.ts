@@ -5,7 +5,7 @@
  * in flight, and published phantom removals.
  */
 import { describe, expect, it } from 'vitest';
-import { completeRemoves, vouchedOutcome, type MarkerClaims } from './markers.js';
+import { completeRemoves, hourRuns, vouchedOutcome, type MarkerClaims } from './markers.js';
 
 const full: MarkerClaims = {
   kind: 'LISTINGS',
@@ -62,5 +62,34 @@ describe('completeRemoves', () => {
     expect(completeRemoves({ kind: 'BUYORDERS', mode: 'FULL' })).toBe(true);
     expect(completeRemoves({ kind: 'ORDER_BOOK', mode: 'FULL' })).toBe(true);
     expect(completeRemoves({ kind: 'SALES', mode: 'FULL' })).toBe(false);
+  });
+});
+
+describe('hourRuns', () => {
+  const H = 3_600_000;
+  const t = (h: number, m = 0) => Date.UTC(2026, 10, 20, h, m);
+  it('computes each hour once when cycles cover the same hours', () => {
+    const spans = [
+      { from: t(12, 5), to: t(12, 55) },
+      { from: t(12, 10), to: t(13, 2) },
+      { from: t(12, 0), to: t(12, 30) },
+    ];
+    expect(hourRuns(spans)).toEqual([{ from: t(12), to: t(13) }]);
+  });
+  it('keeps hours apart that no cycle joins (a replay applying markers of distant hours together)', () => {
+    const spans = [
+      { from: t(1, 30), to: t(2, 10) },
+      { from: t(9, 0), to: t(9, 0) },
+      { from: t(3, 0), to: t(3, 59) },
+    ];
+    expect(hourRuns(spans)).toEqual([
+      { from: t(1), to: t(3) },
+      { from: t(9), to: t(9) },
+    ]);
+  });
+  it('a span ending exactly on the hour includes that hour (the market cap covers it)', () => {
+    expect(hourRuns([{ from: t(4, 50), to: t(5) }])).toEqual([{ from: t(4), to: t(5) }]);
+    expect(hourRuns([])).toEqual([]);
+    expect(hourRuns([{ from: t(0), to: t(0) + 3 * H - 1 }])).toEqual([{ from: t(0), to: t(2) }]);
   });
 });

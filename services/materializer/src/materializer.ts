@@ -1,7 +1,10 @@
 /*
  * The materializer: consumes every poller topic (listings, buy orders, float-ranged, float buy
  * orders, sales, the store's book, history, poll-cycle markers) and applies each batch in one
- * PostgreSQL transaction with its offsets (see apply.ts).
+ * PostgreSQL transaction with its offsets (the ingest path, apply.ts), several partitions at once
+ * (`concurrency`: each partition's batches stay in order, and each owns its offset row). After
+ * each commit it pokes the derive path (deriver.ts), which applies the poll-cycle markers whose
+ * data is in, in transactions of its own.
  *
  *   created ──start()──▶ migrating ──▶ verifying ──▶ consuming ──stop()──▶ stopping ──▶ stopped
  *                                         │           │  ▲
@@ -34,6 +37,7 @@ import { migrate, type Pool, type PoolClient } from '@skinprices/store';
 import type { Admin, Kafka } from 'kafkajs';
 import { schemaLockSql } from './lock.js';
 import { applyBatch, MATERIALIZED_KINDS, type ApplyResult, type MaterializedKind } from './apply.js';
+import { Deriver, type DeriveReport } from './deriver.js';
 import { Heartbeat } from './heartbeat.js';
 import type { MaterializerMetrics } from './metrics.js';
 import { clusterIdOf, isOffsetsMismatch, verifyStoredOffsets } from './offsets.js';
@@ -51,6 +55,14 @@ export interface MaterializerOptions {
   outbox?: boolean;
   /** Days of hourly history kept. @default 100 */
   hourlyRetentionDays?: number;
+  /**
+   * Partitions applied at once (kafkajs partitionsConsumedConcurrently), each in its own
+   * transaction on its own connection: the pool needs this many plus the derive path's, the
+   * schema lock's and the heartbeat's. @default 3
+   */
+  concurrency?: number;
+  /** How often the derive path looks for ready markers without a poke. @default 1000 */
+  deriveIntervalMs?: number;
   /** Per `topic:partition`, the first offset not to apply. @default none */
   stopAt?: ReadonlyMap<string, bigint>;
   /**
@@ -68,6 +80,8 @@ export class Materializer {
   private consumer: EventConsumer<MaterializedKind> | undefined;
   private lock: PoolClient | undefined;
   private readonly listeners = new Set<(r: BatchReport) => void>();
+  private deriver: Deriver | undefined;
+  private readonly deriveListeners = new Set<(r: DeriveReport) => void>();
   private heartbeat: Heartbeat | undefined;
   private assignment: Record<string, number[]> | undefined;
   private kafkaMemberId: string | undefined;
@@ -100,6 +114,17 @@ export class Materializer {
   onBatch(listener: (r: BatchReport) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Hears each derive transaction that applied markers (deriver.ts). */
+  onDerive(listener: (r: DeriveReport) => void): () => void {
+    this.deriveListeners.add(listener);
+    return () => this.deriveListeners.delete(listener);
+  }
+
+  /** Resolves once every marker whose data is in has been applied (replays, tests). */
+  async settle(): Promise<void> {
+    await this.deriver?.settle();
   }
 
   /**
@@ -145,6 +170,9 @@ export class Materializer {
     this.consumer = new EventConsumer(kafka, codecs, {
       groupId: this.options.groupId,
       fromBeginning: true,
+      // Never more batches than connections left beside the schema lock, the derive path and one
+      // for the heartbeat or a reader: a batch waiting for a connection holds up its partition.
+      concurrency: Math.max(1, Math.min(this.options.concurrency ?? 3, (pool.options.max ?? 10) - 3)),
       ...(this.options.sessionTimeoutMs ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {}),
     });
     const raw = this.consumer.raw;
@@ -185,9 +213,24 @@ export class Materializer {
       outbox: this.options.outbox ?? true,
       hourlyRetentionDays: this.options.hourlyRetentionDays ?? 100,
       clusterId,
-      logger,
       ...(this.options.stopAt ? { stopAt: this.options.stopAt } : {}),
     };
+    const deriver = new Deriver(
+      {
+        groupId: this.options.groupId,
+        outbox: this.options.outbox ?? true,
+        hourlyRetentionDays: this.options.hourlyRetentionDays ?? 100,
+        ...(this.options.deriveIntervalMs ? { intervalMs: this.options.deriveIntervalMs } : {}),
+      },
+      { pool, logger },
+    );
+    deriver.onDerive((r) => {
+      metrics?.deriveSeconds.observe(r.ms / 1000);
+      metrics?.markers.inc(r.markers.length);
+      for (const l of this.deriveListeners) l(r);
+    });
+    this.deriver = deriver;
+    deriver.start();
     this.state = 'consuming';
     await this.consumer.start(async (batch) => {
       // Stopped for good: throwing keeps kafkajs from resolving (and committing) the batch while
@@ -208,6 +251,8 @@ export class Materializer {
         this.lastBatchAt = new Date();
         this.record(report);
         for (const l of this.listeners) l(report);
+        // A marker stored, or the data a stored marker waited for: the derive path looks now.
+        if (result.applied > 0 || result.deadLetters > 0) deriver.poke();
         if (result.deadLetters > 0)
           logger.error(
             {
@@ -299,10 +344,6 @@ export class Materializer {
       metrics.deadLetters.inc({ topic: r.topic, reason: 'decode' }, r.deadLetters - r.poisoned);
     if (r.poisoned > 0) metrics.deadLetters.inc({ topic: r.topic, reason: 'sql' }, r.poisoned);
     if (r.isolated) metrics.batchesIsolated.inc({ topic: r.topic });
-    if (r.markersApplied.length > 0) {
-      metrics.deriveSeconds.observe(r.deriveMs / 1000);
-      metrics.markers.inc(r.markersApplied.length);
-    }
     metrics.lastBatch.set(this.lastBatchAt ? this.lastBatchAt.getTime() / 1000 : Date.now() / 1000);
   }
 
@@ -311,6 +352,8 @@ export class Materializer {
     await this.heartbeat?.stop();
     this.heartbeat = undefined;
     await this.consumer?.stop();
+    // After the consumer: no batch pokes it any more; a derive transaction running finishes.
+    await this.deriver?.stop();
     await this.release();
     this.state = this.failure ? 'failed' : 'stopped';
   }

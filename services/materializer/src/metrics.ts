@@ -12,7 +12,7 @@ export class MaterializerMetrics {
   });
   readonly batchSeconds = new Histogram({
     name: 'materializer_batch_apply_duration_seconds',
-    help: 'Time from receiving a batch to its commit (rows, offsets and the derive path in one transaction)',
+    help: 'Time from receiving a batch to its commit (the ingest path: rows, outbox and offsets in one transaction)',
     labelNames: ['topic'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
@@ -43,7 +43,7 @@ export class MaterializerMetrics {
   });
   readonly deriveSeconds = new Histogram({
     name: 'materializer_derive_duration_seconds',
-    help: 'Time spent applying ready poll-cycle markers (vanished items, liquidity, market cap, retention), per batch that applied any',
+    help: 'Derive transactions that applied poll-cycle markers (vanished items, statistics, outlier guard, liquidity, market cap), apart from ingest',
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });

@@ -101,6 +101,8 @@ export async function replay(
       await materializer.start();
       try {
         await untilCaughtUp(pool, replayGroup, stopAt, logger);
+        // Every record is in; the derive path applies the markers still waiting for their data.
+        await materializer.settle();
       } finally {
         await materializer.stop();
       }

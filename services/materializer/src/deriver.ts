@@ -1,0 +1,215 @@
+/*
+ * The derive path: applies stored poll-cycle markers once their data is in (markers.ts) — what a
+ * COMPLETE cycle implies (vanished → NULL, snapshot rows deleted), freshness, statistics rolled
+ * into the new day, the outlier guard's second look, liquidity, the market cap — in transactions
+ * of its own, apart from the ingest path's batch transactions (apply.ts).
+ *
+ * Why apart: the ingest transaction holds the partition's offset row and, on its commit, makes a
+ * price visible. When markers were applied inside it, one batch that found markers ready carried
+ * every derived recomputation (liquidity over the whole catalogue, hours of market cap, the
+ * retention DROP that locks listing_hourly), and every price behind it in the partition waited:
+ * freshness p99 12.6 s, a cold catalogue 145 s (bench/bottlenecks.md). Now a batch commits what
+ * it read and nothing else; this loop catches up behind it.
+ *
+ *   idle ──poke()/tick──▶ deriving ──nothing ready / lock held elsewhere──▶ idle
+ *                           │  ▲
+ *                           └──┘ markers applied: look again (more may have become ready)
+ *   any ──stop()──▶ stopping (waits for the running transaction) ──▶ stopped
+ *
+ * One deriver at a time per schema: a transaction-scoped advisory lock (PostgreSQL's, taken with
+ * try) — a second materializer process of the same group skips its turn instead of queueing, and
+ * its timer tries again. A failed transaction (deadlock with an ingest batch, PostgreSQL away)
+ * rolls back whole, so a marker is applied once or not at all, and is retried on the next tick.
+ *
+ * Replay determinism: what a marker does reads the tables after its data (it is ready only then)
+ * and the read model's clock, which only moves forward; the last recomputation of anything sees
+ * all the data at the same clock in a replay as live (markers.ts, recomputeDerived).
+ *
+ * Retention (dropping day partitions of listing_hourly past the window) runs in a short
+ * transaction of its own after the markers', with a lock timeout: the DROP needs an exclusive
+ * lock on listing_hourly, which every ingest batch writes, and must never hold them up.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '@skinprices/runtime';
+import type { Pool, PoolClient } from '@skinprices/store';
+import { dropOldHourPartitions } from './derived.js';
+import { applyReadyMarkers } from './markers.js';
+
+export type DeriverState = 'idle' | 'deriving' | 'stopping' | 'stopped';
+
+export interface DeriverOptions {
+  groupId: string;
+  /** Write outbox rows for committed changes (vanished listings). @default true */
+  outbox?: boolean;
+  hourlyRetentionDays: number;
+  /**
+   * Look for ready markers this often even without a poke (a marker made ready by another
+   * process's batch, a transaction that failed). @default 1000
+   */
+  intervalMs?: number;
+}
+
+/** What a listener hears after each derive transaction that applied markers. */
+export interface DeriveReport {
+  markers: string[];
+  /** Wall time of the transaction, in ms. */
+  ms: number;
+}
+
+/** The advisory lock key of a schema's derive path (one deriver at a time). */
+const DERIVE_LOCK = `hashtext('skinprices-derive:' || current_schema())`;
+
+export class Deriver {
+  state: DeriverState = 'idle';
+  private poked = false;
+  private running: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly listeners = new Set<(r: DeriveReport) => void>();
+  /** Failures in a row (backs the timer off while PostgreSQL is away). */
+  private failures = 0;
+
+  constructor(
+    private readonly options: DeriverOptions,
+    private readonly deps: { pool: Pool; logger: Pick<Logger, 'warn' | 'info' | 'error'> },
+  ) {}
+
+  onDerive(listener: (r: DeriveReport) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  start(): void {
+    const every = this.options.intervalMs ?? 1_000;
+    this.timer = setInterval(() => this.poke(), every);
+    this.timer.unref();
+    this.poke();
+  }
+
+  /** Something may have become ready (a batch committed): derive now, or right after the current run. */
+  poke(): void {
+    if (this.state === 'stopping' || this.state === 'stopped') return;
+    this.poked = true;
+    if (this.state === 'idle') this.running = this.loop();
+  }
+
+  /**
+   * Derives until nothing is ready (replays and tests: every marker whose data is in is applied
+   * when this resolves). Takes the lock with a wait, not a try, so a concurrent deriver cannot
+   * make it return early.
+   */
+  async settle(): Promise<void> {
+    await this.running;
+    for (;;) {
+      const applied = await this.deriveOnce(true);
+      if (applied === 0) return;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.state = 'stopping';
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+    this.state = 'stopped';
+  }
+
+  private async loop(): Promise<void> {
+    this.state = 'deriving';
+    try {
+      while (this.poked && this.state === 'deriving') {
+        this.poked = false;
+        try {
+          // Markers applied: others may have become ready meanwhile, look again at once.
+          while ((await this.deriveOnce(false)) > 0 && this.state === 'deriving');
+          this.failures = 0;
+        } catch (err) {
+          this.failures++;
+          this.deps.logger.warn({ err, failures: this.failures }, 'derive transaction failed; retrying');
+          // The timer pokes again; a short pause keeps a persistent failure from spinning.
+          await sleep(Math.min(5_000, 100 * 2 ** Math.min(this.failures, 6)));
+        }
+      }
+    } finally {
+      if (this.state === 'deriving') this.state = 'idle';
+    }
+  }
+
+  /**
+   * ANALYZE the tables the markers' and the merge's joins plan over once they have doubled since
+   * their last statistics. A cold start fills listings_current from empty within a minute,
+   * before autovacuum's next look: planned on the empty table's statistics, the markers' joins
+   * over the whole catalogue ran as nested loops over sequential scans and took over 12 minutes
+   * instead of 4 s. ANALYZE samples (100-400 ms a table here) and takes no lock writers wait for;
+   * doubling bounds it to a few runs while a table grows, and autovacuum keeps them after that.
+   */
+  private async analyzeGrown(client: PoolClient): Promise<void> {
+    const { rows } = await client.query<{ name: string }>(
+      `SELECT s.relname AS name FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+       WHERE s.schemaname = current_schema() AND s.relname IN ('listings_current', 'listing_daily', 'item_markets')
+         AND s.n_mod_since_analyze > 1000 + greatest(c.reltuples, 0)`,
+    );
+    for (const { name } of rows) await client.query(`ANALYZE ${name}`);
+  }
+
+  /** One derive transaction; returns how many markers it applied (0: none ready, or locked elsewhere). */
+  private async deriveOnce(wait: boolean): Promise<number> {
+    const { pool } = this.deps;
+    const t0 = performance.now();
+    const client = await pool.connect();
+    let markers: string[] = [];
+    try {
+      await this.analyzeGrown(client);
+      await client.query('BEGIN');
+      try {
+        // Markers sort and aggregate whole marketplaces (the catalogue's rows per item, liquidity):
+        // the default 4 MB spilled those sorts to disk.
+        await client.query(`SET LOCAL work_mem = '64MB'`);
+        if (wait) await client.query(`SELECT pg_advisory_xact_lock(${DERIVE_LOCK})`);
+        else {
+          const { rows } = await client.query<{ ok: boolean }>(
+            `SELECT pg_try_advisory_xact_lock(${DERIVE_LOCK}) AS ok`,
+          );
+          if (!rows[0]?.ok) {
+            await client.query('ROLLBACK');
+            return 0;
+          }
+        }
+        markers = await applyReadyMarkers(client, this.options.groupId, {
+          outbox: this.options.outbox ?? true,
+          logger: this.deps.logger,
+        });
+        // Readers hear of it when, and only if, it commits: removals, liquidity, statistics and
+        // the market cap touch every list.
+        if (markers.length > 0)
+          await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema() || chr(9) || 'derived')`);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+      if (markers.length > 0) {
+        await this.retain(client);
+        const report = { markers, ms: performance.now() - t0 };
+        for (const l of this.listeners) l(report);
+      }
+      return markers.length;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Drops hourly partitions past the window, without ever waiting long for ingest's locks. */
+  private async retain(client: PoolClient): Promise<void> {
+    try {
+      await client.query('BEGIN');
+      await client.query(`SET LOCAL lock_timeout = '1s'`);
+      const { rows } = await client.query<{ now: Date | null }>('SELECT max(now) AS now FROM read_model_clock');
+      const now = rows[0]?.now;
+      if (now) await dropOldHourPartitions(client, now, this.options.hourlyRetentionDays);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      // Old partitions only cost disk until the next marker's try.
+      this.deps.logger.warn({ err }, 'dropping old hourly partitions failed; trying again after the next markers');
+    }
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The ingest path apart from the derive path (issue 12): a batch commits its prices without
+ * waiting for what markers imply, and markers are applied by the derive loop in transactions of
+ * their own, one deriver per schema at a time.
+ *
+ * The derive path is held up from outside by taking its advisory lock on another connection —
+ * the way a second materializer process's long derive transaction would hold it. Prices must
+ * still become visible at once; the marker waits (freshness still names the previous cycle);
+ * released, the marker applies, and what the cycle did not see has no price.
+ */
+import type { Pool, PoolClient } from '@skinprices/store';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  projectTopics,
+  startMaterializer,
+  startPoller,
+  startSimulator,
+  untilApplied,
+  type Sim,
+} from '../support/pipeline.js';
+import { TestStack } from '../support/stack.js';
+
+const DERIVE_LOCK = `hashtext('skinprices-derive:' || current_schema())`;
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('derive path apart from ingest', () => {
+  const stack = new TestStack();
+  let sim: Sim;
+  let suffix: string;
+  let pool: Pool;
+  let poller: Awaited<ReturnType<typeof startPoller>>['poller'];
+
+  beforeAll(async () => {
+    sim = await startSimulator(stack, 150);
+    suffix = await projectTopics(stack);
+    ({ pool } = await stack.schema());
+    await startMaterializer(stack, suffix, pool, { deriveIntervalMs: 200 });
+    poller = (await startPoller(stack, sim, 'cn-b', suffix)).poller;
+  }, 60_000);
+  afterAll(() => stack.cleanup());
+
+  const applied = async (cycleId: string) =>
+    (
+      await pool.query<{ applied: boolean }>(
+        'SELECT applied_at IS NOT NULL AS applied FROM poll_cycles WHERE cycle_id = $1',
+        [cycleId],
+      )
+    ).rows[0]?.applied;
+
+  it('prices commit while the derive path is held; the marker applies once it is released', async () => {
+    const first = await poller.runOnce('LISTINGS');
+    await untilApplied(pool, first.marker.cycle_id);
+    const priced = async () =>
+      (
+        await pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM listings_current WHERE market = 'cn-b' AND price IS NOT NULL`,
+        )
+      ).rows[0]!.n;
+    const before = await priced();
+    expect(before).toBeGreaterThan(50);
+
+    // One item vanishes upstream and one moves: the move is ingest's, the removal the marker's.
+    const { records } = (await sim.control('GET', '/_sim/truth?market=cn-b&kind=listings')) as {
+      records: { market_hash_name: string; phase: string; price: string | null }[];
+    };
+    const listed = records.filter((r) => r.price !== null);
+    const [gone, moved] = [listed[0]!, listed[1]!];
+    await sim.control('POST', '/_sim/override', {
+      market: 'cn-b',
+      market_hash_name: gone.market_hash_name,
+      phase: gone.phase,
+      price: null, // no listing: the upstream leaves the item out of its answer
+      count: 0,
+    });
+    await sim.control('POST', '/_sim/override', {
+      market: 'cn-b',
+      market_hash_name: moved.market_hash_name,
+      phase: moved.phase,
+      price: '12345.67',
+    });
+
+    const holder: PoolClient = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT pg_advisory_xact_lock(${DERIVE_LOCK})`);
+      const second = await poller.runOnce('LISTINGS');
+      // Ingest does not wait for the derive path: the moved price is visible…
+      const price = await until('the moved price visible', async () => {
+        const { rows } = await pool.query<{ price: string }>(
+          `SELECT price::text FROM listings_current WHERE market = 'cn-b' AND market_hash_name = $1 AND phase = $2`,
+          [moved.market_hash_name, moved.phase],
+        );
+        return rows[0]?.price === '12345.67' ? rows[0].price : undefined;
+      });
+      expect(price).toBe('12345.67');
+      // …every offset of the cycle is stored, and still the marker is not applied: nothing of
+      // what it implies happened (the marketplace's freshness still names the first cycle).
+      await until('the cycle ingested', async () => {
+        const { rows } = await pool.query<{ ready: boolean }>(
+          `SELECT NOT EXISTS (
+             SELECT 1 FROM poll_cycles p CROSS JOIN LATERAL jsonb_to_recordset(p.end_offsets) AS e(partition int, "offset" bigint)
+             LEFT JOIN consumer_offsets o ON o.topic = p.data_topic AND o.partition = e.partition
+             WHERE p.cycle_id = $1 AND coalesce(o.next_offset, 0) <= e."offset") AS ready
+           FROM poll_cycles WHERE cycle_id = $1`,
+          [second.marker.cycle_id],
+        );
+        return rows[0]?.ready ? true : undefined;
+      });
+      await new Promise((r) => setTimeout(r, 1_000)); // several derive ticks (200 ms) go by
+      expect(await applied(second.marker.cycle_id)).toBe(false);
+      const freshness = async () =>
+        (
+          await pool.query<{ last_cycle_id: string }>(
+            `SELECT last_cycle_id FROM market_freshness WHERE market = 'cn-b' AND kind = 'LISTINGS'`,
+          )
+        ).rows[0]?.last_cycle_id;
+      expect(await freshness()).toBe(first.marker.cycle_id);
+
+      await holder.query('COMMIT');
+      await untilApplied(pool, second.marker.cycle_id, 10_000);
+      const { rows: after } = await pool.query<{ price: string | null; count: number }>(
+        `SELECT price::text, count FROM listings_current WHERE market = 'cn-b' AND market_hash_name = $1 AND phase = $2`,
+        [gone.market_hash_name, gone.phase],
+      );
+      expect(after[0]).toEqual({ price: null, count: 0 });
+      expect(await priced()).toBe(before - 1);
+      expect(await freshness()).toBe(second.marker.cycle_id);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+  }, 60_000);
+});
