@@ -264,11 +264,10 @@ async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options
  */
 async function judgeAgain(client: PoolClient, markers: readonly PollCycleRow[]): Promise<void> {
   if (markers.length === 0) return;
-  // Every join here can follow an index (the cycle's rows by primary key, the items' rows by
-  // name), and must: in a make-run-sized platform the planner, misjudging how many items the
-  // cycles touched, chose a nested loop over sequential scans of listings_current and the
-  // statement ran for over 20 minutes. Without sequential scans it is O(touched rows × log n),
-  // 2 s for a whole cold catalogue.
+  // Both joins here can follow an index (the cycles' rows by marketplace, the items' rows by
+  // name), and must: misjudging how many items the cycles touched, the planner may otherwise
+  // pick a nested loop over sequential scans of listings_current. Without them the statement is
+  // O(touched rows × log n) whatever the estimates.
   await client.query(`SELECT set_config('enable_seqscan', 'off', true)`);
   await client.query(
     `WITH cycles AS (SELECT * FROM unnest($1::text[], $2::text[]) AS c(market, cycle_id)),
@@ -281,17 +280,15 @@ async function judgeAgain(client: PoolClient, markers: readonly PollCycleRow[]):
               c.is_outlier, c.confidence
        FROM touched JOIN listings_current c USING (market_hash_name, phase, currency)
      ),
-     sorted AS (
-       SELECT market_hash_name, phase, currency,
-              array_agg(price ORDER BY price) FILTER (WHERE price IS NOT NULL) AS prices
-       FROM rows GROUP BY 1, 2, 3
-     ),
-     -- The peer reference as a column of its own (MATERIALIZED keeps the planner from pasting
-     -- the expression into each use: listing_confidence reads it three times, and with an
-     -- expensive argument it is no longer inlined but called per row, 3× slower).
+     -- Each row's peer reference from its item's prices sorted once (a window over the group, no
+     -- join: planned as a join of two CTEs estimated at one row each, it was a nested loop over
+     -- every pair, quadratic in the catalogue). NULL prices sort last and are filtered out.
      peered AS MATERIALIZED (
-       SELECT r.*, peer_of(s.prices, r.price) AS peer
-       FROM rows r JOIN sorted s USING (market_hash_name, phase, currency)
+       SELECT r.*,
+              peer_of(array_agg(r.price) FILTER (WHERE r.price IS NOT NULL) OVER (
+                        PARTITION BY r.market_hash_name, r.phase, r.currency ORDER BY r.price
+                        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING), r.price) AS peer
+       FROM rows r
      ),
      -- Judged once per row, then written by row address: a row an ingest batch rewrote meanwhile
      -- no longer matches and keeps that batch's verdict, which its own marker judges again.

@@ -84,7 +84,9 @@ export async function replay(
     onState('rebuilding');
     await admin.query(`DROP SCHEMA IF EXISTS ${ident(target)} CASCADE`);
     await ensureSchema(admin, target);
-    const pool = createPool({ databaseUrl: options.databaseUrl, schema: target, max: 4, applicationName: 'replay' });
+    // As many connections as the live materializer: three partitions at once, the derive path,
+    // the schema lock (materializer.ts caps its concurrency to what the pool leaves).
+    const pool = createPool({ databaseUrl: options.databaseUrl, schema: target, max: 8, applicationName: 'replay' });
     const replayGroup = `${options.groupId}.replay.${started}`;
     try {
       const materializer = new Materializer(
