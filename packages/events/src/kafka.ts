@@ -67,6 +67,34 @@ export function unacknowledged(
 const MAX_RESENDS = 20;
 
 /**
+ * Bytes of keys and values per produce request. kafkajs puts all of a request's records for one
+ * partition into one record batch, and the broker refuses a batch over message.max.bytes (1 MiB by
+ * default): a marketplace whose whole catalogue arrives at the end of its cycle (30,290 listings
+ * of EU-A at full size, one send) was refused every cycle. Half the limit leaves room for the
+ * batch's own overhead whatever the partition spread.
+ */
+export const MAX_REQUEST_BYTES = 512 * 1024;
+
+/** Consecutive runs of `messages` of at most `maxBytes` of keys and values each (one message may exceed it alone). */
+export function chunkBySize<M extends { key: Buffer; value: Buffer }>(messages: readonly M[], maxBytes: number): M[][] {
+  const chunks: M[][] = [];
+  let current: M[] = [];
+  let bytes = 0;
+  for (const m of messages) {
+    const size = m.key.length + m.value.length;
+    if (current.length > 0 && bytes + size > maxBytes) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(m);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+/**
  * Idempotent producer: acks from all in-sync replicas and one request in flight per broker, as
  * KIP-98 requires (kafkajs does not enforce the in-flight limit itself). Kafka de-duplicates a
  * retried request of the same producer session; a session kafkajs re-initialises after a broker
@@ -129,15 +157,19 @@ export class EventProducer {
       // finds nothing left to send, and send() resolves without those records (found by
       // make chaos: hundreds of sales lost per broker kill). So every partition must be named
       // by a successful response; the records of any other are sent again, to that partition.
+      // Requests of bounded size, one after another: with one request in flight the order of
+      // the records per partition is the order of the events, as in one request.
       const metadata: RecordMetadata[] = [];
-      let pending: OutRecord[] = messages;
-      for (let resend = 0; pending.length > 0; resend++) {
-        if (resend > MAX_RESENDS)
-          throw new Error(`${pending.length} records still unacknowledged after ${MAX_RESENDS} resends`);
-        const got = await this.producer.send({ topic: codec.topic, acks: -1, messages: pending });
-        metadata.push(...got.filter((m) => m.errorCode === 0));
-        const n = this.partitionCounts.get(codec.topic);
-        pending = n === undefined ? [] : unacknowledged(pending, got, n);
+      for (const chunk of chunkBySize(messages, MAX_REQUEST_BYTES)) {
+        let pending: OutRecord[] = chunk;
+        for (let resend = 0; pending.length > 0; resend++) {
+          if (resend > MAX_RESENDS)
+            throw new Error(`${pending.length} records still unacknowledged after ${MAX_RESENDS} resends`);
+          const got = await this.producer.send({ topic: codec.topic, acks: -1, messages: pending });
+          metadata.push(...got.filter((m) => m.errorCode === 0));
+          const n = this.partitionCounts.get(codec.topic);
+          pending = n === undefined ? [] : unacknowledged(pending, got, n);
+        }
       }
       return { metadata, sent: messages.length, rejected };
     } catch (err) {
