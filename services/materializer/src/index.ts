@@ -24,3 +24,4 @@ export {
 } from './offsets.js';
 export { completeRemoves, vouchedOutcome, type MarkerClaims } from './markers.js';
 export { schemaLockSql } from './lock.js';
+export { hourPartitionName } from './partitions.js';
