@@ -24,7 +24,9 @@ describe('end to end: make run', () => {
   const suffix = `.${uniqueName('e2e')}`;
   const schema = uniqueName('e2e');
   const keysSchema = `${schema}_keys`;
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  // Below Linux's ephemeral range (32768+) with room for the metrics ports (API_PORT + 2000 + n):
+  // a port there can be held by any outgoing connection (CI once found poller-hist-a's taken).
+  const port = 20_000 + Math.floor(Math.random() * 10_000);
   const api = `http://127.0.0.1:${port}`;
   const control = `http://127.0.0.1:${port + 1}`;
   const keysFile = join(mkdtempSync(join(tmpdir(), 'e2e-')), 'demo-keys.json');
