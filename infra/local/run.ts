@@ -34,6 +34,11 @@ const schema = z.object({
   HISTORY_BACKFILL_DAYS: intFromEnv(0, 400)
     .default(400)
     .describe('days of daily closes imported on start: the history-only marketplace, and with RUN_WARM every one'),
+  HOURLY_BACKFILL_DAYS: intFromEnv(0, 400)
+    .default(100)
+    .describe(
+      "with RUN_WARM: of those days, the most recent whose hourly candles every listing marketplace imports too (the hourly history's retention is 100 days)",
+    ),
   RUN_WARM: z
     .enum(['true', 'false'])
     .default('true')
@@ -183,7 +188,9 @@ for (const m of MARKETS)
       MARKET: m.slug,
       UPSTREAM_BASE_URL: markets.find((x) => x.slug === m.slug)?.baseUrl as string,
       ...formatEnv(m.slug),
-      ...(config.RUN_WARM && m.capabilities.includes('listings') ? { DAILY_HISTORY: 'history' } : {}),
+      ...(config.RUN_WARM && m.capabilities.includes('listings')
+        ? { DAILY_HISTORY: 'history', HOURLY_BACKFILL_DAYS: String(config.HOURLY_BACKFILL_DAYS) }
+        : {}),
       HISTORY_BACKFILL_DAYS: String(config.HISTORY_BACKFILL_DAYS),
       ...(config.POLL_LISTINGS_MS ? { POLL_LISTINGS_MS: String(config.POLL_LISTINGS_MS) } : {}),
       ...metricsEnv(`poller-${m.slug}`),
@@ -254,30 +261,53 @@ Ctrl-C stops everything.
 // ---- warming: a progress line until every marketplace's history is in --------------------------
 if (config.RUN_WARM && config.HISTORY_BACKFILL_DAYS > 0) void reportWarming();
 
-/** Prints how much of the imported daily history the read model has applied, until all of it. */
+/**
+ * Prints how much of the imported history the read model has applied, until all of it: first the
+ * daily closes (a marketplace-day is one HISTORY cycle; changes and averages stand on them), then
+ * the recent days' hourly candles, which the pollers import in a second pass (their cycles end in
+ * `:hours`).
+ */
 async function reportWarming(): Promise<void> {
   const days = config.HISTORY_BACKFILL_DAYS;
-  const total =
+  const closes =
     MARKETS.filter((m) => m.capabilities.includes('listings') || m.capabilities.includes('history')).length * days;
+  const hourlyDays = Math.min(config.HOURLY_BACKFILL_DAYS, days);
+  const hours = MARKETS.filter((m) => m.capabilities.includes('listings')).length * hourlyDays;
   const pool = createPool({ databaseUrl: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, max: 1 });
   const started = Date.now();
+  let closesDone = false;
   try {
     for (;;) {
       await new Promise((r) => setTimeout(r, 5_000));
       if (stopping) return;
       const { rows } = await pool
-        .query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM poll_cycles WHERE kind = 'HISTORY' AND applied_at IS NOT NULL`,
+        .query<{ closes: number; hours: number }>(
+          `SELECT count(*) FILTER (WHERE cycle_id NOT LIKE '%:hours')::int AS closes,
+                  count(*) FILTER (WHERE cycle_id LIKE '%:hours')::int AS hours
+           FROM poll_cycles WHERE kind = 'HISTORY' AND applied_at IS NOT NULL`,
         )
-        .catch(() => ({ rows: [{ n: 0 }] })); // the materializer has not created its tables yet
-      const n = Math.min(total, rows[0]?.n ?? 0);
+        .catch(() => ({ rows: [{ closes: 0, hours: 0 }] })); // the materializer has not created its tables yet
+      const c = Math.min(closes, rows[0]?.closes ?? 0);
+      const h = Math.min(hours, rows[0]?.hours ?? 0);
       const s = Math.round((Date.now() - started) / 1000);
-      if (n >= total) {
-        process.stdout.write(`warm: ${days} days of daily closes on every marketplace, in ${s} s\n`);
+      const pct = (n: number, of: number) => Math.floor((100 * n) / of);
+      if (!closesDone && c >= closes) {
+        closesDone = true;
+        process.stdout.write(
+          `warm: ${days} days of daily closes on every marketplace, in ${s} s (changes and averages filled)\n`,
+        );
+      }
+      if (closesDone && h >= hours) {
+        if (hours > 0)
+          process.stdout.write(
+            `warm: hourly candles of the last ${hourlyDays} days on every listing marketplace, in ${s} s\n`,
+          );
         return;
       }
       process.stdout.write(
-        `warming: ${n} of ${total} marketplace-days of daily history applied (${Math.floor((100 * n) / total)} %, ${s} s)\n`,
+        closesDone
+          ? `warming: ${h} of ${hours} marketplace-days of hourly candles applied (${pct(h, hours)} %, ${s} s)\n`
+          : `warming: ${c} of ${closes} marketplace-days of daily history applied (${pct(c, closes)} %, ${s} s)\n`,
       );
     }
   } finally {

@@ -497,3 +497,122 @@ describe('history candles: buckets stored before migration 0005', () => {
     expect(daily.slice(1)).toEqual(DAILY.slice(1));
   });
 });
+
+describe('history candles: imported hours (history.v1 `hours`) merged with the observations', () => {
+  const stack = new TestStack();
+  let pool: Pool;
+  const hourAt = (d: string, hh: string) => at(d, `${hh}:00`);
+  const candle = (d: string, hh: string, open: string, high: string, low: string, close: string, count: number) => ({
+    hour: hourAt(d, hh),
+    open,
+    high,
+    low,
+    close,
+    count,
+  });
+  const imported = (name: string, price: string | null, hours: HistoryPoint['hours']): HistoryPoint => ({
+    market: MARKET,
+    market_hash_name: name,
+    phase: '',
+    currency: getMarket(MARKET).currency,
+    day: Date.parse(D1) / 86_400_000,
+    price,
+    count: price === null ? null : 8,
+    observed_at: at(D2, '12:00'),
+    hours,
+  });
+  // Hours only (the poller's second pass): A's 09h (no observation) and 10h; then 10h again with
+  // a higher high (another import of the day); B's close with its 10h.
+  const IMPORTS: HistoryPoint[] = [
+    imported(A, null, [
+      candle(D1, '09', '98.00', '99.00', '97.00', '98.50', 4),
+      candle(D1, '10', '100.00', '125.00', '95.00', '101.00', 3),
+    ]),
+    imported(A, null, [candle(D1, '10', '100.00', '126.00', '95.00', '101.00', 3)]),
+    imported(B, '49.99', [candle(D1, '10', '50.00', '50.10', '49.90', '49.99', 8)]),
+  ];
+  const hourEnd = (hh: string) => `${D1}T${hh}:59:59.999Z`;
+  const WANT_HOURLY: Candle[] = [
+    {
+      ...c(A, iso(D1, '09:00'), ['98.00', '99.00', '97.00', '98.50'], 4, [D1, '09:00'], [D1, '09:00']),
+      observed_at: hourEnd('09'),
+    },
+    // The imported open (at 10:00) and close (at 10:59:59.999) are the hour's ends; high and low the extremes of all.
+    {
+      ...c(A, iso(D1, '10:00'), ['100.00', '126.00', '95.00', '101.00'], 3, [D1, '10:00'], [D1, '10:00']),
+      observed_at: hourEnd('10'),
+    },
+    ...HOURLY.filter((h) => h.name === A && h.bucket !== iso(D1, '10:00')),
+    {
+      ...c(B, iso(D1, '10:00'), ['50.00', '50.10', '49.90', '49.99'], 8, [D1, '10:00'], [D1, '10:00']),
+      observed_at: hourEnd('10'),
+    },
+  ];
+  const WANT_DAILY: Candle[] = [
+    // Observed close (11:20) is later than any imported hour's; the open moves to 09:00, the low to 95.00.
+    c(A, D1, ['98.00', '130.00', '95.00', '130.00'], 2, [D1, '11:20'], [D1, '09:00']),
+    DAILY[1]!,
+    // B's imported close is the day's (observed the next day).
+    c(B, D1, ['50.00', '50.10', '49.90', '49.99'], 8, [D2, '12:00'], [D1, '10:00']),
+  ];
+
+  beforeAll(async () => {
+    ({ pool } = await stack.schema());
+    await migrate(pool, MIGRATIONS_DIR);
+  });
+  afterAll(() => stack.cleanup());
+
+  /**
+   * Applies the arrivals in runs of one kind, cut at `cuts`, as the materializer's batches would be;
+   * each event's offset is its place in the arrivals (increasing per topic, as Kafka's are).
+   */
+  async function applyMixed(arrivals: readonly (Listing | HistoryPoint)[], cuts: readonly number[]) {
+    const isImport = (e: Listing | HistoryPoint) => 'hours' in e;
+    const starts = new Set([0, ...cuts]);
+    const client = await pool.connect();
+    try {
+      let run: { value: Listing | HistoryPoint; offset: number }[] = [];
+      const flush = async () => {
+        if (run.length === 0) return;
+        const kind: MaterializedKind = isImport(run[0]!.value) ? 'historyPoint' : 'listing';
+        const topic = `${kind}.direct`;
+        const messages = run.map((m) => ({ topic, partition: 0, offset: String(m.offset), key: null, value: m.value }));
+        await applyBatch(client, kind, { topic, partition: 0, messages } as ConsumedBatch<MaterializedKind>, {
+          groupId: 'direct',
+        });
+        run = [];
+      };
+      for (const [i, value] of arrivals.entries()) {
+        if (starts.has(i) || (run.length > 0 && isImport(run[0]!.value) !== isImport(value))) await flush();
+        run.push({ value, offset: i });
+      }
+      await flush();
+    } finally {
+      client.release();
+    }
+  }
+
+  it('give exact candles in any order and batch split, with a repeated hour in a batch or across batches', async () => {
+    const random = rng(11);
+    let reference: Awaited<ReturnType<typeof tableChecksums>> | undefined;
+    for (let trial = 0; trial < 20; trial++) {
+      await pool.query(
+        'TRUNCATE listing_hourly, listing_daily, listings_current, item_markets, consumer_offsets, price_change_outbox',
+      );
+      const arrivals = shuffled([...ALL, ...IMPORTS, ...IMPORTS.filter(() => random() < 0.3)], random);
+      const cuts = Array.from({ length: Math.floor(random() * 4) }, () => Math.floor(random() * arrivals.length));
+      await applyMixed(arrivals, cuts);
+      const where = `trial ${trial}`;
+      const hourly = await candles(pool, 'hourly');
+      expect(
+        hourly.filter((h) => h.bucket.startsWith(D1) || h.name === A),
+        where,
+      ).toEqual(WANT_HOURLY);
+      expect(await candles(pool, 'daily'), where).toEqual(WANT_DAILY);
+      const sums = await tableChecksums(pool);
+      reference ??= sums;
+      expect(sums.listing_hourly, where).toEqual(reference.listing_hourly);
+      expect(sums.listing_daily, where).toEqual(reference.listing_daily);
+    }
+  });
+});

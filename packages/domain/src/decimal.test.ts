@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  comparePrices,
   Dec,
   fromMinorUnits,
   mean,
@@ -47,6 +48,49 @@ describe('parsePrice', () => {
   });
   it('accepts the smallest positive amount', () => {
     expect(normalizePrice('0.01')).toBe('0.01');
+  });
+});
+
+describe("normalizePrice's fast path for canonical strings", () => {
+  /** The general path: what normalizePrice answered before the fast path. */
+  const general = (v: string): string => toFixedString(parsePrice(v));
+  const outcome = (f: () => string): string => {
+    try {
+      return f();
+    } catch (err) {
+      return `error ${(err as { code?: string }).code}`;
+    }
+  };
+  it('answers exactly what the general path answers, errors included', () => {
+    const decimalish = fc.oneof(
+      fc
+        .tuple(fc.bigInt({ min: 0n, max: 10n ** 18n }), fc.nat(99))
+        .map(([i, f]) => `${i}.${String(f).padStart(2, '0')}`),
+      fc.stringMatching(/^[+-]?0*\d{0,5}(\.\d{0,4})?$/),
+    );
+    fc.assert(
+      fc.property(decimalish, (v) => {
+        expect(outcome(() => normalizePrice(v))).toBe(outcome(() => general(v)));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+  it.each(['0.00', '00.10', '1.5', '+1.00', '1.000', ' 1.00'])('leaves %j to the general path', (v) => {
+    expect(outcome(() => normalizePrice(v))).toBe(outcome(() => general(v)));
+  });
+});
+
+describe('comparePrices', () => {
+  it('orders canonical prices exactly as Decimal does', () => {
+    const price = fc
+      .tuple(fc.bigInt({ min: 0n, max: 10n ** 17n }), fc.nat(99))
+      .map(([i, f]) => `${i}.${String(f).padStart(2, '0')}`);
+    fc.assert(
+      fc.property(price, price, (a, b) => {
+        expect(comparePrices(a, b)).toBe(new Dec(a).comparedTo(new Dec(b)));
+      }),
+    );
+    expect(comparePrices('9007199254740993.01', '9007199254740993.00')).toBe(1);
   });
 });
 

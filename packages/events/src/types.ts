@@ -78,12 +78,26 @@ export interface OrderBookEvent extends ItemEvent {
   cycle_id: string;
 }
 
+/** One closed UTC hour of a history point's day: a candle of the lowest listing price. */
+export interface HistoryHour {
+  /** Start of the UTC hour. */
+  hour: EpochMs;
+  open: DecimalString;
+  high: DecimalString;
+  low: DecimalString;
+  close: DecimalString;
+  count: number | null;
+}
+
 export interface HistoryPointEvent extends ItemEvent {
   /** UTC day as days since 1970-01-01 (Avro `date`). */
   day: number;
-  price: DecimalString;
+  /** The day's close; null (version 2) when nothing was listed at the day's end: then `hours` has the day's hours. */
+  price: DecimalString | null;
   count: number | null;
   observed_at: EpochMs;
+  /** The day's hourly candles, ascending, where the upstream keeps them; else null (or absent: written before version 2). */
+  hours?: HistoryHour[] | null;
 }
 
 export const DATA_KINDS = [

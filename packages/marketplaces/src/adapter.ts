@@ -25,6 +25,10 @@ export interface KindInput {
   window?: SalesWindow;
   /** UTC day (days since epoch) for HISTORY. */
   day?: number;
+  /** HISTORY: also the day's hourly candles, where the format has them. */
+  hourly?: boolean;
+  /** HISTORY: the day's closes too (false: the hourly candles only, in rows without a close). @default true */
+  closes?: boolean;
 }
 
 /**

@@ -77,7 +77,20 @@ export interface HistoryRow {
   phase: PhaseOrNone;
   /** UTC day, days since 1970-01-01. */
   day: number;
-  price: string;
+  /** The day's close; null for an item listed during the day but not at its end (`hours` then has its hours). */
+  price: string | null;
+  count: number | null;
+  /** The day's hourly candles (ascending) when they were asked for and the upstream keeps them; else null. */
+  hours: HistoryHourRow[] | null;
+}
+
+export interface HistoryHourRow {
+  /** Start of the UTC hour, ms since epoch. */
+  hour: number;
+  open: string;
+  high: string;
+  low: string;
+  close: string;
   count: number | null;
 }
 

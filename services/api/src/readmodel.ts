@@ -245,7 +245,7 @@ export class ReadModel {
         close: r.close,
       }));
     }
-    const { rows } = await this.pool.query<{ hour: Date; price: string | null; count: number } & Candle>(
+    const { rows } = await this.pool.query<{ hour: Date; price: string | null; count: number | null } & Candle>(
       `SELECT hour, price, count, open, high, low FROM listing_hourly
        WHERE market = $1 AND market_hash_name = $2 AND phase = $3 ORDER BY hour`,
       [market, name, phase],

@@ -22,7 +22,7 @@
 import type { ConsumedBatch, DecodedMessage, PollCycleEvent } from '@skinprices/events';
 import type { PoolClient } from '@skinprices/store';
 import { applyBooks, type BookKind } from './books.js';
-import { applyListings } from './listings.js';
+import { applyListings, writeImportedHours } from './listings.js';
 import { storeMarkers } from './markers.js';
 import { offsetsMismatchError, storedOffsetMismatch } from './offsets.js';
 import { applyIsolating, failureMessage, sqlState } from './poison.js';
@@ -186,7 +186,12 @@ async function applyRecords(
       client,
       records.map((m) => m.value as PollCycleEvent),
     );
-  else await applyBooks(client, kind, records as DecodedMessage<BookKind>[]);
+  else {
+    // Imported hours before the imported closes: the close is written over the hours' daily candle.
+    if (kind === 'historyPoint')
+      await writeImportedHours(client, records as DecodedMessage<'historyPoint'>[], listingOptions.hourlyRetentionDays);
+    await applyBooks(client, kind, records as DecodedMessage<BookKind>[]);
+  }
 }
 
 /**

@@ -4,8 +4,9 @@
  * - float-ranged buckets, float buy orders and the store's book: whole snapshots each cycle,
  *   upserted here and pruned when the cycle's COMPLETE marker is applied (markers.ts);
  * - sales: immutable happenings, inserted once;
- * - history points (the history-only marketplace): daily closes in listing_daily, without a
- *   candle (see HISTORY).
+ * - history points (the history-only marketplace; the warm demo's every marketplace): daily
+ *   closes in listing_daily, without a candle (see HISTORY) unless the point carried its day's
+ *   hours (listings.ts writes those first).
  * Every upsert is guarded by observed_at, so redelivery and replays change nothing.
  */
 import type {
@@ -231,9 +232,14 @@ export async function applyBooks(
       return upsertLatest(client, FLOAT_BUYORDERS, messages);
     case 'orderBook':
       return upsertLatest(client, ORDER_BOOK, messages);
-    case 'historyPoint':
-      await upsertLatest(client, HISTORY, messages);
-      return restateStats(client, messages as DecodedMessage<'historyPoint'>[]);
+    case 'historyPoint': {
+      // A point without a close (nothing listed at the day's end) only carried hours (listings.ts).
+      const closes = (messages as DecodedMessage<'historyPoint'>[]).filter(
+        (m) => (m.value as HistoryPointEvent).price !== null,
+      );
+      await upsertLatest(client, HISTORY, closes);
+      return restateStats(client, closes);
+    }
     case 'sale':
       return insertSales(client, messages as DecodedMessage<'sale'>[]);
   }

@@ -1,9 +1,10 @@
 /**
  * listings.v1 → listings_current (with derived values), listing_hourly, listing_daily,
- * item_markets and the change outbox.
+ * item_markets and the change outbox; and history.v1's imported hourly candles into the same
+ * candle tables.
  */
 import { DAY_MS, startOfUtcDay } from '@skinprices/domain';
-import type { DecodedMessage, ListingEvent } from '@skinprices/events';
+import type { DecodedMessage, HistoryPointEvent, ListingEvent } from '@skinprices/events';
 import type { CopyValue, PoolClient } from '@skinprices/store';
 import { setExcluded, stage } from './stage.js';
 import { refreshStats, statsAggregates } from './derived.js';
@@ -192,6 +193,10 @@ const MERGE = `
  * that change nothing (a redelivery writes no new row versions). open_at = '-infinity' marks a
  * row written before candles were recorded (migration 0005): its open, high and low are unknown
  * and stay NULL rather than becoming a candle of part of the bucket.
+ *
+ * The source rows are candles themselves (an observation is a candle of one price: see
+ * OBSERVATIONS), so imported hourly candles (writeImportedHours) merge by the same rules as
+ * observations, with each other and with what the live pipeline saw of the same hour.
  */
 function candleUpsert(t: {
   table: 'listing_hourly' | 'listing_daily';
@@ -201,21 +206,36 @@ function candleUpsert(t: {
   of: string;
   /** The close's column. */
   close: string;
-  /** Which staged observations count. */
+  /** Which source rows count. */
   where: string;
+  /**
+   * The candles merged: a relation of market, market_hash_name, phase, price (the close), count,
+   * observed_at (the close's time), open, open_at, high, low and kafka_offset.
+   */
+  source: string;
+  /**
+   * The caller knows the source has one row per bucket: merged with the stored rows as they are,
+   * without the aggregate (the same result; the aggregate's sort cost a third of the insert).
+   */
+  unique?: boolean;
 }): string {
   const last = (c: string) => `(array_agg(${c} ORDER BY observed_at DESC, kafka_offset DESC))[1]`;
   const later = `excluded.observed_at > ${t.table}.observed_at`;
   const unknown = `${t.table}.open_at = '-infinity'`;
+  const select = t.unique
+    ? `SELECT market, market_hash_name, phase, ${t.of}, price, count, observed_at, open, high, low, open_at
+       FROM ${t.source}
+       WHERE ${t.where}`
+    : `SELECT market, market_hash_name, phase, ${t.of}, ${last('price')}, ${last('count')}, max(observed_at),
+           (array_agg(open ORDER BY open_at, kafka_offset) FILTER (WHERE open IS NOT NULL))[1],
+           max(high), min(low), min(open_at) FILTER (WHERE open IS NOT NULL)
+       FROM ${t.source}
+       WHERE ${t.where}
+       GROUP BY market, market_hash_name, phase, ${t.of}`;
   return `
     INSERT INTO ${t.table} (market, market_hash_name, phase, ${t.bucket}, ${t.close}, count, observed_at,
                             open, high, low, open_at)
-    SELECT market, market_hash_name, phase, ${t.of}, ${last('price')}, ${last('count')}, max(observed_at),
-           (array_agg(price ORDER BY observed_at, kafka_offset) FILTER (WHERE price IS NOT NULL))[1],
-           max(price), min(price), min(observed_at) FILTER (WHERE price IS NOT NULL)
-    FROM stage_listings_current
-    WHERE ${t.where}
-    GROUP BY market, market_hash_name, phase, ${t.of}
+    ${select}
     ON CONFLICT (market, market_hash_name, phase, ${t.bucket}) DO UPDATE SET
       ${t.close} = CASE WHEN ${later} THEN excluded.${t.close} ELSE ${t.table}.${t.close} END,
       count = CASE WHEN ${later} THEN excluded.count ELSE ${t.table}.count END,
@@ -230,6 +250,12 @@ function candleUpsert(t: {
        OR excluded.high > ${t.table}.high OR excluded.low < ${t.table}.low`;
 }
 
+/** The staged listing observations, each a candle of its one price (none without a price). */
+const OBSERVATIONS = `(SELECT market, market_hash_name, phase, price, count, observed_at, kafka_offset,
+                              price AS open, CASE WHEN price IS NOT NULL THEN observed_at END AS open_at,
+                              price AS high, price AS low
+                       FROM stage_listings_current) o`;
+
 /** Hourly candles of every observation (an hour without a price keeps NULL open/high/low). */
 const HOURLY = candleUpsert({
   table: 'listing_hourly',
@@ -237,6 +263,7 @@ const HOURLY = candleUpsert({
   of: `date_trunc('hour', observed_at)`,
   close: 'price',
   where: 'observed_at >= $1',
+  source: OBSERVATIONS,
 });
 
 /** Daily candles of the priced observations (a day without a price has no row). */
@@ -246,7 +273,103 @@ const DAILY = candleUpsert({
   of: `(observed_at AT TIME ZONE 'UTC')::date`,
   close: 'close',
   where: 'price IS NOT NULL',
+  source: OBSERVATIONS,
 });
+
+/** The staged imported hours (writeImportedHours): already candles. */
+const IMPORTED_HOURS = 'stage_listing_hourly';
+const importedHourly = (unique: boolean) =>
+  candleUpsert({
+    table: 'listing_hourly',
+    bucket: 'hour',
+    of: `date_trunc('hour', observed_at)`,
+    close: 'price',
+    where: 'observed_at >= $1',
+    source: IMPORTED_HOURS,
+    unique,
+  });
+const IMPORTED_HOURLY = importedHourly(false);
+/** The common case: no hour twice in the batch (a day imported twice lands in one batch rarely). */
+const IMPORTED_HOURLY_UNIQUE = importedHourly(true);
+/** A day's candle from its imported hours, merged with the day's observations (if any). */
+const IMPORTED_DAILY = candleUpsert({
+  table: 'listing_daily',
+  bucket: 'day',
+  of: `(observed_at AT TIME ZONE 'UTC')::date`,
+  close: 'close',
+  where: 'true',
+  source: IMPORTED_HOURS,
+});
+
+const HOUR_MS = 3_600_000;
+const IMPORTED_HOUR_COLUMNS = [
+  'market',
+  'market_hash_name',
+  'phase',
+  'hour',
+  'price',
+  'count',
+  'observed_at',
+  'open',
+  'high',
+  'low',
+  'open_at',
+] as const;
+
+/**
+ * The hourly candles a history import carries (history.v1's `hours`: the warm demo's ~100 days)
+ * into listing_hourly, and the day's candle they make into listing_daily (its open, high and low;
+ * the close is the imported close, written after this by books.ts). Each hour is a candle
+ * opened at the hour's start and closed at its last millisecond, so it merges with what the live
+ * pipeline observed of the same hour by the rules of candleUpsert: the imported open and close
+ * win (they are the hour's ends), high and low take the extremes of both. Hours older than the
+ * retention are not written, as for observations.
+ */
+export async function writeImportedHours(
+  client: PoolClient,
+  messages: readonly DecodedMessage<'historyPoint'>[],
+  retentionDays: number,
+): Promise<void> {
+  const rows: CopyValue[][] = [];
+  const buckets = new Set<string>();
+  let repeated = false;
+  for (const m of messages) {
+    const e = m.value as HistoryPointEvent;
+    for (const h of e.hours ?? []) {
+      const bucket = `${e.market}\u0000${e.market_hash_name}\u0000${e.phase}\u0000${h.hour}`;
+      if (buckets.has(bucket)) repeated = true;
+      else buckets.add(bucket);
+      const open = new Date(h.hour);
+      const close = new Date(h.hour + HOUR_MS - 1);
+      // In IMPORTED_HOUR_COLUMNS order, then the offset.
+      rows.push([
+        e.market,
+        e.market_hash_name,
+        e.phase,
+        open,
+        h.close,
+        h.count,
+        close,
+        h.open,
+        h.high,
+        h.low,
+        open,
+        m.offset,
+      ]);
+    }
+  }
+  if (rows.length === 0) return;
+  const { rows: clock } = await client.query<{ now: Date | null }>('SELECT max(now) AS now FROM read_model_clock');
+  const now = clock[0]?.now?.getTime();
+  const oldest = now === undefined ? 0 : startOfUtcDay(now) - retentionDays * DAY_MS;
+  await ensureHourPartitions(
+    client,
+    rows.map((r) => (r[3] as Date).getTime()).filter((t) => t >= oldest),
+  );
+  await stage(client, 'listing_hourly', IMPORTED_HOUR_COLUMNS, rows);
+  await client.query(repeated ? IMPORTED_HOURLY : IMPORTED_HOURLY_UNIQUE, [new Date(oldest)]);
+  await client.query(IMPORTED_DAILY);
+}
 
 /** History: hourly and daily candles (open, high, low, close and the close's count). */
 async function writeHistory(client: PoolClient, events: readonly ListingEvent[], retentionDays: number): Promise<void> {

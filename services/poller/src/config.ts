@@ -41,6 +41,11 @@ export const pollerConfigSchema = z.object({
   CIRCUIT_COOLDOWN_MS: ms(60_000).describe('how long an open circuit keeps the marketplace off'),
   SALES_LOOKBACK_MS: ms(3 * 3_600_000).describe('how far back the first sales window reaches'),
   HISTORY_BACKFILL_DAYS: intFromEnv(0, 3650).default(400).describe('days of history imported on the first run'),
+  HOURLY_BACKFILL_DAYS: intFromEnv(0, 3650)
+    .default(0)
+    .describe(
+      "of those days, the most recent ones whose hourly candles are imported too, where the history format has them (make run's warm demo: 100)",
+    ),
   DAILY_HISTORY: z
     .enum(['off', 'history'])
     .default('off')

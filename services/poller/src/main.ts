@@ -48,6 +48,7 @@ const poller = new Poller(
     circuitCoolDownMs: config.CIRCUIT_COOLDOWN_MS,
     salesLookbackMs: config.SALES_LOOKBACK_MS,
     historyBackfillDays: config.HISTORY_BACKFILL_DAYS,
+    hourlyBackfillDays: config.HOURLY_BACKFILL_DAYS,
     ...(config.DAILY_HISTORY === 'off' ? {} : { dailyHistory: adapterFor(config.DAILY_HISTORY) }),
   },
   {

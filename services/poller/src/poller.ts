@@ -40,6 +40,7 @@ import type { Admin, RecordMetadata } from 'kafkajs';
 import { aheadOne } from './ahead.js';
 import { cycleOutcome, endOffsetsFrom, removalsAllowed, type EndOffsets } from './cycle-end.js';
 import { DATA_KIND, DELTA_KINDS, EVENT_OF, removalOf, rowKey, toEvent } from './events.js';
+import { HistoryCursor, type HistoryWork } from './history-cursor.js';
 import type { PollerMetrics } from './metrics.js';
 import { CircuitBreaker, TokenBucket, withRetry } from './resilience.js';
 
@@ -73,6 +74,11 @@ export interface PollerOptions {
   salesLookbackMs: number;
   /** Days of history imported on the first run. */
   historyBackfillDays: number;
+  /**
+   * Of those, the most recent days whose hourly candles are imported with their closes (the
+   * history format keeps hours for recent days; the warm demo's hourly history). @default 0
+   */
+  hourlyBackfillDays?: number;
   /**
    * An adapter that reads this marketplace's daily closes from a history endpoint of its upstream
    * (the simulator serves one for every marketplace when asked: the warm demo of `make run`). A
@@ -117,7 +123,9 @@ class Job {
   readonly last = new Map<string, Emitted>();
   salesFrom: number | undefined;
   readonly salesSeen = new Set<string>();
-  historyNextDay: number | undefined;
+  /** HISTORY: which day next (closes first, then recent hours), and what the running cycle imports. */
+  history: HistoryCursor | undefined;
+  historyWork: HistoryWork | undefined;
   /** Delta kinds: the upstream day (days since epoch) of the last complete FULL cycle. */
   fullDay: number | undefined;
   /** Wakes the loop early (stop). */
@@ -150,6 +158,9 @@ export class Poller {
     );
     this.jobs = kinds.map((k) => new Job(k));
     if (options.dailyHistory && !kinds.includes('HISTORY')) this.jobs.push(new Job('HISTORY', options.dailyHistory));
+    for (const j of this.jobs)
+      if (j.kind === 'HISTORY')
+        j.history = new HistoryCursor(options.historyBackfillDays, options.hourlyBackfillDays ?? 0);
     // The stricter of our configuration and what the real upstream documents.
     const limits = this.adapter.limits;
     this.limiter = new TokenBucket(
@@ -216,7 +227,7 @@ export class Poller {
       }
       this.deps.metrics.circuitOpen.set({ market: this.options.market.slug }, 0);
       // A day's close exists only once the day is over (by the upstream's clock).
-      if (job.kind === 'HISTORY' && job.historyNextDay !== undefined && job.historyNextDay >= this.upstreamDay()) {
+      if (job.history?.caughtUp(this.upstreamDay())) {
         job.state = 'waiting';
         await this.pause(job, Math.min(interval, 60_000));
         continue;
@@ -235,7 +246,7 @@ export class Poller {
       if (result) for (const l of this.listeners) l(result);
       job.state = 'waiting';
       // History catches up day by day without waiting while days are missing.
-      const catchingUp = job.kind === 'HISTORY' && !failed && (job.historyNextDay ?? 0) < this.upstreamDay();
+      const catchingUp = job.history !== undefined && !failed && !job.history.caughtUp(this.upstreamDay());
       await this.pause(job, catchingUp ? 0 : interval);
     }
     job.state = 'stopped';
@@ -278,7 +289,7 @@ export class Poller {
     const input = this.inputFor(job, startedAt);
     const cycleId =
       kind === 'HISTORY' && input.day !== undefined
-        ? `${market.slug}:HISTORY:${new Date(input.day * DAY_MS).toISOString().slice(0, 10)}`
+        ? `${market.slug}:HISTORY:${new Date(input.day * DAY_MS).toISOString().slice(0, 10)}${input.closes === false ? ':hours' : ''}`
         : `${market.slug}:${kind}:${startedAt}:${job.cycles}`;
     job.cycles++;
 
@@ -438,9 +449,16 @@ export class Poller {
   private inputFor(job: Job, now: number): KindInput {
     // The window's end is fixed for the whole cycle: every page must describe the same window.
     if (job.kind === 'SALES') return { window: { from: job.salesFrom ?? now - this.options.salesLookbackMs, to: now } };
-    if (job.kind === 'HISTORY') {
-      job.historyNextDay ??= Math.floor(now / DAY_MS) - this.options.historyBackfillDays;
-      return { day: job.historyNextDay };
+    if (job.history) {
+      const today = Math.floor(now / DAY_MS);
+      // Nothing due (a manual runOnce when caught up): yesterday again, as the steady state would.
+      job.historyWork = job.history.next(today) ?? {
+        day: today - 1,
+        closes: true,
+        hourly: (this.options.hourlyBackfillDays ?? 0) > 0,
+      };
+      const { day, closes, hourly } = job.historyWork;
+      return { day, ...(hourly ? { hourly } : {}), ...(closes ? {} : { closes }) };
     }
     return {};
   }
@@ -453,9 +471,7 @@ export class Poller {
       job.salesFrom = Math.max(job.salesFrom ?? 0, newest - 60_000);
       if (job.salesSeen.size > 200_000) job.salesSeen.clear();
     }
-    if (kind === 'HISTORY' && !error && job.historyNextDay !== undefined && job.historyNextDay < this.upstreamDay()) {
-      job.historyNextDay++;
-    }
+    if (job.history && job.historyWork && !error) job.history.done(job.historyWork);
   }
 
   private readonly codecs = new Map<string, Promise<TopicCodec<EventKind>>>();

@@ -25,7 +25,7 @@ export const simulatorConfigSchema = z.object({
     .default('false')
     .transform((v) => v === 'true')
     .describe(
-      "every marketplace also serves its daily closes at /api/history/daily (the history format), for make run's warm demo",
+      "every marketplace also serves its daily closes at /api/history/daily and recent hourly candles at /api/history/hourly (the history format), for make run's warm demo",
     ),
   SIM_FORMATS: z
     .string()

@@ -193,3 +193,44 @@ describe('Extras: history', () => {
     expect(rows.length).toBe(priced.length);
   });
 });
+
+describe('Extras: hourly history', () => {
+  const day = Math.floor(at / DAY_MS) - 1;
+
+  it('candles of every closed hour: close = the listing at the hour end, open/high/low over the priced samples', () => {
+    const rows = extras.hourly('cn-a', day, at);
+    expect(rows.length).toBeGreaterThan(100);
+    let hours = 0;
+    for (const r of rows) {
+      for (const h of r.hours) {
+        hours++;
+        expect(h.hour % HOUR).toBe(0);
+        expect(Math.floor(h.hour / DAY_MS)).toBe(day);
+        const end = model.listing(r.item, 'cn-a', h.hour + HOUR - 1);
+        expect(end?.priceMinor).toBe(h.closeMinor);
+        expect(end?.count).toBe(h.volume);
+        const open = model.listing(r.item, 'cn-a', h.hour)?.priceMinor;
+        if (open !== null && open !== undefined) expect(h.openMinor).toBe(open);
+        expect(h.lowMinor).toBeLessThanOrEqual(Math.min(h.openMinor, h.closeMinor));
+        expect(h.highMinor).toBeGreaterThanOrEqual(Math.max(h.openMinor, h.closeMinor));
+      }
+      expect(r.hours.map((h) => h.hour)).toEqual([...r.hours.map((h) => h.hour)].sort((a, b) => a - b));
+    }
+    // Most items are priced most hours: 24 per item but for the hours their listing vanished.
+    expect(hours / rows.length).toBeGreaterThan(20);
+    // The last hour's close is the day's close (the daily endpoint's).
+    const closes = new Map(extras.history('cn-a', day).map((h) => [h.item.index, h.closeMinor]));
+    for (const r of rows) {
+      const last = r.hours.at(-1)!;
+      if (last.hour === day * DAY_MS + 23 * HOUR) expect(closes.get(r.item.index)).toBe(last.closeMinor);
+    }
+  });
+
+  it('only hours that ended before `before`', () => {
+    const today = Math.floor(at / DAY_MS);
+    const rows = extras.hourly('cn-a', today, at);
+    const latest = Math.max(...rows.flatMap((r) => r.hours.map((h) => h.hour)));
+    expect(latest + HOUR).toBeLessThanOrEqual(at);
+    expect(latest + 2 * HOUR).toBeGreaterThan(at);
+  });
+});

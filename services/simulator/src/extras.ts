@@ -1,6 +1,6 @@
 /**
  * Buy orders, float buckets, float-limited buy orders, completed sales, the store's order book
- * and daily history: all derived from the listing model, so they move with it and stay
+ * and daily and hourly history: all derived from the listing model, so they move with it and stay
  * plausible (bids below asks, low floats dearer, sales near the listing price).
  */
 import type { Exterior, MarketSlug, PhaseOrNone } from '@skinprices/domain';
@@ -61,6 +61,25 @@ export interface HistoryTruth {
   closeMinor: number;
   volume: number;
 }
+
+/** One closed UTC hour of one item: the listing price sampled through the hour. */
+export interface HourTruth {
+  /** Start of the hour (ms since epoch). */
+  hour: number;
+  openMinor: number;
+  highMinor: number;
+  lowMinor: number;
+  closeMinor: number;
+  /** Listings at the hour's end (the close's count). */
+  volume: number;
+}
+
+export interface HourlyHistoryTruth {
+  item: CatalogueItem;
+  hours: HourTruth[];
+}
+
+const HOUR_MS = 3_600_000;
 
 /** Float ranges per wear tier, as marketplaces bucket them (low floats are worth more). */
 export const FLOAT_RANGES: Record<Exterior, readonly (readonly [string, string])[]> = {
@@ -324,6 +343,58 @@ export class Extras {
     }
     return out;
   }
+
+  /**
+   * The closed hours of one UTC day per item, as a history endpoint that keeps hourly points for
+   * recent weeks (Steam's price history does) would answer, before time `before`. A listing
+   * only changes at a model bucket's start, so each hour is its six buckets' states: open the
+   * first priced one, close the last one (the state at the hour's end), high and low over the
+   * priced ones. An hour that ends without a listing has no point (an upstream reports prices,
+   * not their absence); items in catalogue order, hours ascending.
+   */
+  hourly(market: MarketSlug, day: number, before: number): HourlyHistoryTruth[] {
+    const m = marketIndex(market);
+    const hours: number[] = [];
+    for (let h = day * DAY_MS; h < (day + 1) * DAY_MS && h + HOUR_MS <= before; h += HOUR_MS) hours.push(h);
+    if (hours.length === 0) return [];
+    const out: HourlyHistoryTruth[] = [];
+    for (const first of this.model.listings(market, hours[0]!)) {
+      const item = first.item;
+      // A state is fixed between change points: computed once per change point of the day
+      // (a handful), not per bucket (144), unless an override may change it anywhere.
+      const states = new Map<number, ListingState>();
+      const state = (t: number): ListingState => {
+        if (this.model.overridden) return this.model.listing(item, market, t);
+        const c = this.model.lastChange(item, m, Math.floor(t / BUCKET_MS));
+        let s = states.get(c);
+        if (s === undefined) states.set(c, (s = this.model.listing(item, market, t)));
+        return s;
+      };
+      const row: HourlyHistoryTruth = { item, hours: [] };
+      for (const hour of hours) {
+        const prices: number[] = [];
+        let last: ListingState;
+        for (let t = hour; t < hour + HOUR_MS; t += BUCKET_MS) {
+          last = state(t);
+          if (last?.priceMinor != null) prices.push(last.priceMinor);
+        }
+        const close = last!;
+        if (close?.priceMinor == null || prices.length === 0) continue;
+        row.hours.push({
+          hour,
+          openMinor: prices[0]!,
+          highMinor: Math.max(...prices),
+          lowMinor: Math.min(...prices),
+          closeMinor: close.priceMinor,
+          volume: close.count,
+        });
+      }
+      if (row.hours.length > 0) out.push(row);
+    }
+    return out;
+  }
 }
+
+type ListingState = ReturnType<MarketModel['listing']>;
 
 export type { PhaseOrNone };

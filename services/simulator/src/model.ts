@@ -181,6 +181,11 @@ export class MarketModel {
     return [...byIndex.values()].sort((a, b) => a.item.index - b.item.index);
   }
 
+  /** Whether any override is set (derived collections then are not cached). */
+  get overridden(): boolean {
+    return this.overrides.size > 0;
+  }
+
   /** Sets one item's state from `from` on (tests: "a price change upstream"). */
   setOverride(market: MarketSlug, item: CatalogueItem, override: Override): void {
     this.overrides.set(overrideKey(market, item.marketHashName, item.phase), { ...override, market, item });

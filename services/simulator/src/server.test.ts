@@ -232,6 +232,27 @@ describe('HTTP: first page of each upstream format', () => {
     expect(arr(obj((await get('hist-a', `/api/history/daily?date=${today}`)).body).items)).toEqual([]);
   });
 
+  it('hourly history (hist-a): the hours of a closed day, each a candle of decimal strings', async () => {
+    const yesterday = new Date(clock.now() - 86_400_000).toISOString().slice(0, 10);
+    const { status, body } = await get('hist-a', `/api/history/hourly?date=${yesterday}&per_page=50`);
+    expect(status).toBe(200);
+    const b = obj(body);
+    expect(b).toMatchObject({ date: yesterday, page: 1 });
+    const items = arr(b.items);
+    expect(items).toHaveLength(50);
+    for (const it of items) {
+      const hours = arr(it.hours);
+      expect(hours.length).toBeGreaterThan(0);
+      for (const h of hours) {
+        expect(h.time).toMatch(new RegExp(`^${yesterday}T\\d{2}:00:00\\.000Z$`));
+        for (const f of ['open', 'high', 'low', 'close']) expect(h[f]).toMatch(/^\d+\.\d{2}$/);
+      }
+    }
+    const today = new Date(clock.now()).toISOString().slice(0, 10);
+    expect(arr(obj((await get('hist-a', `/api/history/hourly?date=${today}`)).body).items)).toEqual([]);
+    expect((await get('hist-a', '/api/history/hourly?date=nope')).status).toBe(400);
+  });
+
   it('answers 404 for an unknown path and 400 for a bad paging parameter', async () => {
     expect((await get('cn-a', '/nope')).status).toBe(404);
     expect((await get('cn-b', '/market/goods?page_num=x')).status).toBe(400);

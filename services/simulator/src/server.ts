@@ -44,8 +44,9 @@ export interface SimulatorOptions {
    */
   formats?: Partial<Record<MarketSlug, UpstreamFormat>>;
   /**
-   * Every marketplace also answers the history format's daily closes (`/api/history/daily`): a
-   * demo platform imports a year of them in minutes instead of observing a year. @default false
+   * Every marketplace also answers the history format's daily closes (`/api/history/daily`) and
+   * recent hourly candles (`/api/history/hourly`): a demo platform imports a year of them in
+   * minutes instead of observing a year. @default false
    */
   dailyHistory?: boolean;
 }

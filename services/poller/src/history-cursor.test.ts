@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { HistoryCursor, type HistoryWork } from './history-cursor.js';
+
+/** Every work item the cursor gives on `today` until it has none, each reported done. */
+function drain(c: HistoryCursor, today: number): HistoryWork[] {
+  const out: HistoryWork[] = [];
+  for (let w = c.next(today); w; w = c.next(today)) {
+    out.push(w);
+    c.done(w);
+  }
+  return out;
+}
+
+describe('HistoryCursor', () => {
+  it('closes of every day first, oldest first; then the hours of the recent days', () => {
+    const c = new HistoryCursor(5, 2);
+    const work = drain(c, 100);
+    expect(work).toEqual([
+      { day: 95, closes: true, hourly: false },
+      { day: 96, closes: true, hourly: false },
+      { day: 97, closes: true, hourly: false },
+      { day: 98, closes: true, hourly: false },
+      { day: 99, closes: true, hourly: false },
+      { day: 98, closes: false, hourly: true },
+      { day: 99, closes: false, hourly: true },
+    ]);
+    expect(c.caughtUp(100)).toBe(true);
+  });
+
+  it('then each newly closed day brings its close and its hours together', () => {
+    const c = new HistoryCursor(5, 2);
+    drain(c, 100);
+    expect(drain(c, 101)).toEqual([{ day: 100, closes: true, hourly: true }]);
+    expect(drain(c, 103)).toEqual([
+      { day: 101, closes: true, hourly: true },
+      { day: 102, closes: true, hourly: true },
+    ]);
+  });
+
+  it('a day that closes during the hours pass goes first, with its hours, and the pass goes on', () => {
+    const c = new HistoryCursor(3, 3);
+    for (let i = 0; i < 3; i++) c.done(c.next(50)!);
+    const first = c.next(50)!;
+    expect(first).toEqual({ day: 47, closes: false, hourly: true });
+    c.done(first);
+    expect(c.next(51)).toEqual({ day: 50, closes: true, hourly: true });
+    c.done(c.next(51)!);
+    expect(drain(c, 51)).toEqual([
+      { day: 48, closes: false, hourly: true },
+      { day: 49, closes: false, hourly: true },
+    ]);
+  });
+
+  it('a failed cycle (not reported done) is asked again', () => {
+    const c = new HistoryCursor(2, 0);
+    expect(c.next(10)).toEqual({ day: 8, closes: true, hourly: false });
+    expect(c.next(10)).toEqual({ day: 8, closes: true, hourly: false });
+  });
+
+  it('without hourly days there is no hours pass; hours never reach further back than the closes', () => {
+    expect(drain(new HistoryCursor(3, 0), 10).every((w) => w.closes && !w.hourly)).toBe(true);
+    const hours = drain(new HistoryCursor(2, 10), 10).filter((w) => !w.closes);
+    expect(hours.map((w) => w.day)).toEqual([8, 9]);
+  });
+});
