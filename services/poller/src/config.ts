@@ -46,6 +46,9 @@ export const pollerConfigSchema = z.object({
     .describe(
       "of those days, the most recent ones whose hourly candles are imported too, where the history format has them (make run's warm demo: 100)",
     ),
+  HOURLY_PACE_MS: ms(0).describe(
+    "pause between the hourly backfill's days, so the backfill does not delay other marketplaces' closes or live prices",
+  ),
   DAILY_HISTORY: z
     .enum(['off', 'history'])
     .default('off')

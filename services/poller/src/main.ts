@@ -49,6 +49,7 @@ const poller = new Poller(
     salesLookbackMs: config.SALES_LOOKBACK_MS,
     historyBackfillDays: config.HISTORY_BACKFILL_DAYS,
     hourlyBackfillDays: config.HOURLY_BACKFILL_DAYS,
+    hourlyPaceMs: config.HOURLY_PACE_MS,
     ...(config.DAILY_HISTORY === 'off' ? {} : { dailyHistory: adapterFor(config.DAILY_HISTORY) }),
   },
   {

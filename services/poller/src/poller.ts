@@ -79,6 +79,8 @@ export interface PollerOptions {
    * history format keeps hours for recent days; the warm demo's hourly history). @default 0
    */
   hourlyBackfillDays?: number;
+  /** Pause between the hours pass's cycles (a day each). @default 0 */
+  hourlyPaceMs?: number;
   /**
    * An adapter that reads this marketplace's daily closes from a history endpoint of its upstream
    * (the simulator serves one for every marketplace when asked: the warm demo of `make run`). A
@@ -247,7 +249,11 @@ export class Poller {
       job.state = 'waiting';
       // History catches up day by day without waiting while days are missing.
       const catchingUp = job.history !== undefined && !failed && !job.history.caughtUp(this.upstreamDay());
-      await this.pause(job, catchingUp ? 0 : interval);
+      // The hours pass is a backfill of 24 rows per item and day: paced, so that it does not
+      // queue ahead of other marketplaces' closes in history.v1's partitions (a consumer applies
+      // a partition in order) or crowd live prices out of the database.
+      const pace = job.historyWork?.closes === false ? (this.options.hourlyPaceMs ?? 0) : 0;
+      await this.pause(job, catchingUp ? pace : interval);
     }
     job.state = 'stopped';
   }
