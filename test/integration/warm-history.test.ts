@@ -125,7 +125,11 @@ describe('daily history of a listing marketplace (the warm demo)', () => {
   it('imports a close for every day and item the upstream had', async () => {
     // Closed days only: today's close so far comes from the live prices, not the import.
     const { rows } = await pool.query<{ days: number; closes: number }>(
-      `SELECT count(DISTINCT day)::int AS days, count(*)::int AS closes FROM listing_daily
+      // An imported close is observed after its day; a day's candle made only of imported hours (an
+      // item listed during the day, not at its end) has the last priced hour's close, observed in it.
+      `SELECT count(DISTINCT day)::int AS days,
+              count(*) FILTER (WHERE observed_at >= (day + 1)::timestamp AT TIME ZONE 'UTC')::int AS closes
+       FROM listing_daily
        WHERE market = 'cn-b' AND day < $1::date`,
       [new Date(START).toISOString().slice(0, 10)],
     );

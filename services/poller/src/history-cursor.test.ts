@@ -62,4 +62,13 @@ describe('HistoryCursor', () => {
     const hours = drain(new HistoryCursor(2, 10), 10).filter((w) => !w.closes);
     expect(hours.map((w) => w.day)).toEqual([8, 9]);
   });
+
+  it('nextClose: the next closes day whether or not it has closed (a manual re-poll), with hours once through', () => {
+    const c = new HistoryCursor(2, 1);
+    expect(c.nextClose(10)).toEqual({ day: 8, closes: true, hourly: false });
+    drain(c, 10);
+    expect(c.nextClose(10)).toEqual({ day: 10, closes: true, hourly: true });
+    c.done(c.nextClose(10));
+    expect(c.next(11)).toBeUndefined();
+  });
 });

@@ -52,6 +52,15 @@ export class HistoryCursor {
     return undefined;
   }
 
+  /**
+   * The next closes day even if our view of the upstream's clock says it has not closed yet (a
+   * manual re-poll: the upstream may know better); with its hours once the passes are through.
+   */
+  nextClose(today: number): HistoryWork {
+    this.closesNext ??= today - this.backfillDays;
+    return { day: this.closesNext, closes: true, hourly: this.hoursEnd !== undefined && this.hourlyDays > 0 };
+  }
+
   /** A cycle of `work` finished without failing: move past it. */
   done(work: HistoryWork): void {
     if (work.closes && work.day === this.closesNext) this.closesNext++;

@@ -457,12 +457,8 @@ export class Poller {
     if (job.kind === 'SALES') return { window: { from: job.salesFrom ?? now - this.options.salesLookbackMs, to: now } };
     if (job.history) {
       const today = Math.floor(now / DAY_MS);
-      // Nothing due (a manual runOnce when caught up): yesterday again, as the steady state would.
-      job.historyWork = job.history.next(today) ?? {
-        day: today - 1,
-        closes: true,
-        hourly: (this.options.hourlyBackfillDays ?? 0) > 0,
-      };
+      // Nothing due (a manual runOnce when caught up): the next day's close all the same.
+      job.historyWork = job.history.next(today) ?? job.history.nextClose(today);
       const { day, closes, hourly } = job.historyWork;
       return { day, ...(hourly ? { hourly } : {}), ...(closes ? {} : { closes }) };
     }
