@@ -28,6 +28,7 @@ import {
   type PollCycleEvent,
 } from '@skinprices/events';
 import {
+  candleColumns,
   hourPartitionName,
   LISTING_COLUMNS,
   listingRow,
@@ -107,19 +108,6 @@ const outboxRows: CopyValue[][] = events.map((e) => [
 ]);
 const priced = events.filter((e) => e.price !== null);
 const marketRows: CopyValue[][] = priced.map((e) => [e.market_hash_name, e.phase, e.market, new Date(e.observed_at)]);
-const CANDLE_COLUMNS = (bucket: string, close: string) => [
-  'market',
-  'market_hash_name',
-  'phase',
-  bucket,
-  close,
-  'count',
-  'observed_at',
-  'open',
-  'high',
-  'low',
-  'open_at',
-];
 const candle = (e: (typeof events)[number], bucket: CopyValue): CopyValue[] => [
   e.market,
   e.market_hash_name,
@@ -263,8 +251,8 @@ for (let run = 0; run < runs; run++) {
   await copyRows(client, 'listings_current', LISTING_COLUMNS, rows);
   await copyRows(client, 'price_change_outbox', OUTBOX_COLUMNS, outboxRows);
   await copyRows(client, 'item_markets', ['market_hash_name', 'phase', 'market', 'first_seen_at'], marketRows);
-  await copyRows(client, 'listing_hourly', CANDLE_COLUMNS('hour', 'price'), hourlyRows);
-  await copyRows(client, 'listing_daily', CANDLE_COLUMNS('day', 'close'), dailyRows);
+  await copyRows(client, 'listing_hourly', candleColumns({ bucket: 'hour', close: 'price' }), hourlyRows);
+  await copyRows(client, 'listing_daily', candleColumns({ bucket: 'day', close: 'close' }), dailyRows);
   await client.query('COMMIT');
   const writeSetSeconds = (performance.now() - w0) / 1000;
   client.release();

@@ -256,65 +256,55 @@ const OBSERVATIONS = `(SELECT market, market_hash_name, phase, price, count, obs
                               price AS high, price AS low
                        FROM stage_listings_current) o`;
 
-/** Hourly candles of every observation (an hour without a price keeps NULL open/high/low). */
-const HOURLY = candleUpsert({
+/** The two candle tables: their bucket of an observation time, and their close's column. */
+const HOURLY_TABLE = {
   table: 'listing_hourly',
   bucket: 'hour',
   of: `date_trunc('hour', observed_at)`,
   close: 'price',
-  where: 'observed_at >= $1',
-  source: OBSERVATIONS,
-});
-
-/** Daily candles of the priced observations (a day without a price has no row). */
-const DAILY = candleUpsert({
+} as const;
+const DAILY_TABLE = {
   table: 'listing_daily',
   bucket: 'day',
   of: `(observed_at AT TIME ZONE 'UTC')::date`,
   close: 'close',
-  where: 'price IS NOT NULL',
-  source: OBSERVATIONS,
-});
+} as const;
 
-/** The staged imported hours (writeImportedHours): already candles. */
-const IMPORTED_HOURS = 'stage_listing_hourly';
-const importedHourly = (unique: boolean) =>
-  candleUpsert({
-    table: 'listing_hourly',
-    bucket: 'hour',
-    of: `date_trunc('hour', observed_at)`,
-    close: 'price',
-    where: 'observed_at >= $1',
-    source: IMPORTED_HOURS,
-    unique,
-  });
-const IMPORTED_HOURLY = importedHourly(false);
-/** The common case: no hour twice in the batch (a day imported twice lands in one batch rarely). */
-const IMPORTED_HOURLY_UNIQUE = importedHourly(true);
-/** A day's candle from its imported hours, merged with the day's observations (if any). */
-const IMPORTED_DAILY = candleUpsert({
-  table: 'listing_daily',
-  bucket: 'day',
-  of: `(observed_at AT TIME ZONE 'UTC')::date`,
-  close: 'close',
-  where: 'true',
-  source: IMPORTED_HOURS,
-});
-
-const HOUR_MS = 3_600_000;
-const IMPORTED_HOUR_COLUMNS = [
+/** A candle table's columns in COPY order (the benchmark's raw COPY of the write set uses them too). */
+export const candleColumns = (t: { bucket: string; close: string }): string[] => [
   'market',
   'market_hash_name',
   'phase',
-  'hour',
-  'price',
+  t.bucket,
+  t.close,
   'count',
   'observed_at',
   'open',
   'high',
   'low',
   'open_at',
-] as const;
+];
+
+/** Hourly candles of every observation (an hour without a price keeps NULL open/high/low). */
+const HOURLY = candleUpsert({ ...HOURLY_TABLE, where: 'observed_at >= $1', source: OBSERVATIONS });
+
+/** Daily candles of the priced observations (a day without a price has no row). */
+const DAILY = candleUpsert({ ...DAILY_TABLE, where: 'price IS NOT NULL', source: OBSERVATIONS });
+
+/** The staged imported hours (writeImportedHours): already candles. */
+const IMPORTED_HOURS = 'stage_listing_hourly';
+const IMPORTED_HOURLY = candleUpsert({ ...HOURLY_TABLE, where: 'observed_at >= $1', source: IMPORTED_HOURS });
+/** The common case: no hour twice in the batch (a day imported twice lands in one batch rarely). */
+const IMPORTED_HOURLY_UNIQUE = candleUpsert({
+  ...HOURLY_TABLE,
+  where: 'observed_at >= $1',
+  source: IMPORTED_HOURS,
+  unique: true,
+});
+/** A day's candle from its imported hours, merged with the day's observations (if any). */
+const IMPORTED_DAILY = candleUpsert({ ...DAILY_TABLE, where: 'true', source: IMPORTED_HOURS });
+
+const HOUR_MS = 3_600_000;
 
 /**
  * The hourly candles a history import carries (history.v1's `hours`: the warm demo's ~100 days)
@@ -341,7 +331,7 @@ export async function writeImportedHours(
       else buckets.add(bucket);
       const open = new Date(h.hour);
       const close = new Date(h.hour + HOUR_MS - 1);
-      // In IMPORTED_HOUR_COLUMNS order, then the offset.
+      // In candleColumns order, then the offset.
       rows.push([
         e.market,
         e.market_hash_name,
@@ -366,7 +356,7 @@ export async function writeImportedHours(
     client,
     rows.map((r) => (r[3] as Date).getTime()).filter((t) => t >= oldest),
   );
-  await stage(client, 'listing_hourly', IMPORTED_HOUR_COLUMNS, rows);
+  await stage(client, 'listing_hourly', candleColumns(HOURLY_TABLE), rows);
   await client.query(repeated ? IMPORTED_HOURLY : IMPORTED_HOURLY_UNIQUE, [new Date(oldest)]);
   await client.query(IMPORTED_DAILY);
 }
