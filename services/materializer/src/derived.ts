@@ -130,8 +130,6 @@ export const MARKET_CAP = { market: 'cn-a', maxPrice: '1000000', minCount: 2, lo
 export const MARKET_CAP_PEERS: readonly string[] = MARKETS.filter(
   (m) => m.currency === 'CNY' && m.slug !== MARKET_CAP.market && m.capabilities.includes('listings'),
 ).map((m) => m.slug);
-/** Marketplaces whose complete listings cycles recompute the market cap. */
-export const MARKET_CAP_INPUTS: readonly string[] = [MARKET_CAP.market, ...MARKET_CAP_PEERS];
 
 /**
  * Market-cap points for every hour from `from` to `to` (the span of a complete CN-A listings

@@ -25,7 +25,7 @@ import type { PollCycleEvent } from '@skinprices/events';
 import type { Logger } from '@skinprices/runtime';
 import type { PoolClient } from '@skinprices/store';
 import { SNAPSHOT_TABLES } from './books.js';
-import { advanceClock, MARKET_CAP_INPUTS, refreshLiquidity, refreshMarketCap, rollStatsForward } from './derived.js';
+import { advanceClock, refreshLiquidity, refreshMarketCap, rollStatsForward } from './derived.js';
 import { ensureHourPartitions } from './partitions.js';
 
 /**
@@ -319,13 +319,19 @@ async function recomputeDerived(client: PoolClient, applied: readonly PollCycleR
   // On every applied marker, not only those of its input kinds: the result depends on the clock,
   // and a replay groups markers into transactions differently from the live run.
   await refreshLiquidity(client, now);
-  // The market cap's cleaning judges CN-A's prices against the other CNY marketplaces' snapshots
-  // too, so a complete cycle of any of them recomputes the hours it spans: the last one to
-  // cover an hour sees all of its data, in a replay as live.
-  // The hours of every such cycle in the transaction, each computed once (four CNY marketplaces
-  // finishing together cover the same hours), in runs of consecutive hours.
+  // The market cap of an hour reads CN-A's snapshots, the other CNY marketplaces' (its cleaning
+  // judges against them) and item_markets, which every marketplace's listings write (the
+  // catalogue: items on two marketplaces). So every listings cycle, of any marketplace and any
+  // outcome (a failed cycle's sent rows are in too), recomputes the hours it spans: the last one
+  // to cover an hour has seen all the data of that hour, in a replay, live, and with the
+  // partitions split among several materializers. Recomputing on the CNY marketplaces' complete
+  // cycles only left an hour's catalogue to whichever of EU-A's or the store's new items had
+  // been ingested by then: two materializers and one disagreed on market_cap_hourly
+  // (scale-out.test.ts, on a fresh CI machine).
+  // The hours of every such cycle in the transaction, each computed once (marketplaces finishing
+  // together cover the same hours), in runs of consecutive hours.
   const spans = applied
-    .filter((m) => m.kind === 'LISTINGS' && MARKET_CAP_INPUTS.includes(m.market) && m.outcome === 'COMPLETE')
+    .filter((m) => m.kind === 'LISTINGS')
     .map((m) => ({ from: m.started_at.getTime(), to: m.finished_at.getTime() }));
   for (const run of hourRuns(spans)) await refreshMarketCap(client, new Date(run.from), new Date(run.to));
   // Retention (dropping old hourly partitions) runs after this commits, in a transaction of its
