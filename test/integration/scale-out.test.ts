@@ -253,9 +253,19 @@ describe('scale-out: two materializers in one group, two APIs with shared limits
     // answers 409, which the serde takes for an incompatible schema, and the process exits).
     for (const t of topicDefinitions()) await stack.serde.codec(`${t.name}${suffix}`, t.event);
     const consumed = MATERIALIZED_KINDS.map((k) => `${topicFor(k).name}${suffix}`);
-    const meta = await admin.fetchTopicMetadata({ topics: consumed });
+    // Asked until every partition names three replicas: a broker that has just learned of a topic
+    // can answer metadata before it knows every replica (CI saw one partition short of three once),
+    // while a topic really created with fewer replicas never reaches three and fails here.
+    const meta = await eventually(
+      'three replicas for every partition',
+      async () => {
+        const m = await admin.fetchTopicMetadata({ topics: consumed });
+        return m.topics.flatMap((t) => t.partitions).every((p) => p.replicas.length === 3) ? m : undefined;
+      },
+      60_000,
+      1_000,
+    );
     partitions = meta.topics.flatMap((t) => t.partitions.map((p) => `${t.name}/${p.partitionId}`)).sort();
-    expect(meta.topics.flatMap((t) => t.partitions).every((p) => p.replicas.length === 3)).toBe(true);
 
     unlessClosed();
     // ---- upstream and pollers (in-process) -------------------------------------------------------------
