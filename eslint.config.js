@@ -37,6 +37,13 @@ export default tseslint.config(
     },
   },
   {
+    // The API stays a set of small route modules and helpers (issue 14): no function, and no
+    // route handler, over 80 lines.
+    files: ['services/api/src/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }] },
+  },
+  {
     // Tests may share fixtures from test/support by path.
     files: ['**/*.test.ts', 'test/**/*.ts'],
     rules: { '@typescript-eslint/no-non-null-assertion': 'off' },

@@ -22,6 +22,7 @@ import { MARKETS, type MarketSlug } from '@skinprices/domain';
 import type { UpstreamClient } from '@skinprices/marketplaces';
 import type { Poller } from '@skinprices/poller';
 import { FAULT_KINDS, type FaultKind, type FaultSpec } from '@skinprices/simulator';
+import { SalesExportCache } from '@skinprices/exports';
 import { createPool } from '@skinprices/store';
 import { FAST, startMaterializer, startPoller, startSimulator, untilApplied } from '../test/support/pipeline.js';
 import { TestStack } from '../test/support/stack.js';
@@ -247,6 +248,11 @@ try {
   });
 
   // ---- the API -------------------------------------------------------------------------------------
+  // The materializer's export scheduler (not part of the in-process materializer started above)
+  // builds the sales export the API serves; without one the export route answers 503 until it does.
+  await phase('sales_export', async () => {
+    await new SalesExportCache(pool).refresh();
+  });
   const keysSchema = `${schema}_keys`;
   stack.defer(async () => {
     const admin = createPool({ databaseUrl: stack.env.databaseUrl, max: 1 });

@@ -15,7 +15,6 @@ import {
   PgNotifications,
   ReadModel,
 } from '@skinprices/api';
-import { SalesExportCache } from '@skinprices/exports';
 import { MIGRATIONS_DIR } from '@skinprices/materializer';
 import { createLogger } from '@skinprices/runtime';
 import { migrate, type Pool } from '@skinprices/store';
@@ -67,7 +66,6 @@ describe('API edge: hostile input', () => {
       keys,
       limiter: new MemoryRateLimiter(),
       read: new ReadModel(read.pool),
-      exports: new SalesExportCache(read.pool),
       version: () => 0,
       logger,
       failedAuth: new FailedAuthLimiter(20),

@@ -72,7 +72,6 @@ describe('read API', () => {
       keys,
       limiter,
       read: new ReadModel(pool),
-      exports: new SalesExportCache(pool),
       version: () => 0,
       logger,
     });
@@ -92,6 +91,8 @@ describe('read API', () => {
         await untilApplied(pool, (await poller.runOnce('LISTINGS')).marker.cycle_id);
       }
     }
+    // The materializer's export loop builds and stores the sales export; the API only serves it.
+    await new SalesExportCache(pool).refresh();
     await migrate(keysPool, API_MIGRATIONS_DIR);
     keys = new KeyStore(keysPool);
     // The shared keys may make many requests a second; the limit tests use keys of their own.

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subscribePriceChanges, type PriceChange } from '../../examples/price-changes-consumer.js';
 import { browserFetchJson, curlGet } from '../support/clients.js';
 import { itemPageUrlProblems, typeIdProblems } from '../support/contract.js';
+import { checkContract } from '../support/openapi-contract.js';
 import { TestStack, uniqueName } from '../support/stack.js';
 
 const POLL_MS = 3_000;
@@ -327,6 +328,33 @@ describe('end to end: make run', () => {
     expect(await scrape(base + 1)).toMatch(/^api_auth_failures_total\{reason="disabled"\} 1/m);
     expect(await scrape(base + 2)).toMatch(/^poller_cycles_total\{market="cn-a"/m);
   });
+
+  // Last before SIGINT: its refused keys would move the auth-failure counts the metrics test reads.
+  it('every operation, on every marketplace and documented error, answers as the served OpenAPI document says', async () => {
+    const name = String(
+      (await truth('cn-a', 'listings')).find((r) => r.price !== null && r.phase === '')!.market_hash_name,
+    );
+    const report = await checkContract(api, {
+      keys: { ...keys, acl: { key: keys.acl, allows: ['GET /v1/prices/latest'] } },
+      samples: { market_hash_name: name, items: [name], markets: 'cn-a', since: 'now' },
+      // A cursor of a change log that does not exist (epochs are random): 410 cursor_expired.
+      provoke: { 410: { since: '000000000000-0' } },
+      drift: 'GET /v1/prices/{market}',
+    });
+    console.log(
+      `OpenAPI contract: ${report.probes} probes, ${report.answers} answers checked, ${report.violations.length} violations, ${report.unexercised.length} unexercised; planted drifts caught with ${report.drift.document.length} (document) and ${report.drift.answer.length} (answer) errors; not provoked: ${report.notProvoked.join('; ')}`,
+    );
+    // Soft: one failure shows the violations, the unexercised cases and the drift checks together.
+    expect.soft({ violations: report.violations, unexercised: report.unexercised }).toEqual({
+      violations: [],
+      unexercised: [],
+    });
+    // The check can fail: a real answer, clean against the served document, fails a drifted copy,
+    // and fails the served document once it carries a property the document does not list.
+    expect.soft(report.drift.cleanBefore).toEqual([]);
+    expect.soft(report.drift.document.length).toBeGreaterThan(0);
+    expect.soft(report.drift.answer.length).toBeGreaterThan(0);
+  }, 420_000);
 
   it('SIGINT stops every service and exits 0', async () => {
     run.kill('SIGINT');

@@ -9,7 +9,6 @@
  */
 import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, ReadModel } from '@skinprices/api';
 import { catalogueKey, type PhaseOrNone } from '@skinprices/domain';
-import { SalesExportCache } from '@skinprices/exports';
 import { createLogger } from '@skinprices/runtime';
 import { migrate, type Pool } from '@skinprices/store';
 import type { FastifyInstance } from 'fastify';
@@ -50,7 +49,6 @@ describe('csfloat format: simulator → poller → Kafka → materializer → AP
       keys,
       limiter: new MemoryRateLimiter(),
       read: new ReadModel(pool),
-      exports: new SalesExportCache(pool),
       version: () => 0,
       logger: createLogger('api', 'silent'),
     });

@@ -11,7 +11,6 @@ import { isDeepStrictEqual } from 'node:util';
 import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, ReadModel } from '@skinprices/api';
 import { Dec, getMarket } from '@skinprices/domain';
 import { EventProducer } from '@skinprices/events';
-import { SalesExportCache } from '@skinprices/exports';
 import { adapterFor, UpstreamClient, type Adapter } from '@skinprices/marketplaces';
 import { Poller, PollerMetrics } from '@skinprices/poller';
 import { createLogger } from '@skinprices/runtime';
@@ -117,7 +116,6 @@ describe('usd-4 in the steam-market format, end to end', () => {
       keys: store,
       limiter: new MemoryRateLimiter(),
       read: new ReadModel(pool),
-      exports: new SalesExportCache(pool),
       version: () => version,
       logger: createLogger('api', 'silent'),
     });

@@ -24,7 +24,6 @@ import {
   type EventKind,
   type EventMap,
 } from '@skinprices/events';
-import { SalesExportCache } from '@skinprices/exports';
 import {
   applyBatch,
   MIGRATIONS_DIR,
@@ -276,7 +275,6 @@ describe('history candles', () => {
       keys,
       limiter: new MemoryRateLimiter(),
       read: new ReadModel(pool),
-      exports: new SalesExportCache(pool),
       version: () => version,
       logger: createLogger('api', 'silent'),
     });

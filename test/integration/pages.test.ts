@@ -13,7 +13,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, ReadModel } from '@skinprices/api';
 import type { MarketSlug } from '@skinprices/domain';
-import { SalesExportCache } from '@skinprices/exports';
 import { createLogger } from '@skinprices/runtime';
 import { migrate, type Pool } from '@skinprices/store';
 import type { FastifyInstance } from 'fastify';
@@ -66,7 +65,6 @@ describe('pages in Chromium on a real pipeline', () => {
       keys,
       limiter: new MemoryRateLimiter(),
       read: new ReadModel(pool),
-      exports: new SalesExportCache(pool),
       version: () => 0,
       logger: createLogger('api', 'silent'),
     });

@@ -5,7 +5,7 @@
 import { getMarket, MARKETS, type MarketSlug } from '@skinprices/domain';
 import { topicFor, type EventMap, type PollCycleEvent } from '@skinprices/events';
 import type { Adapter, Kind } from '@skinprices/marketplaces';
-import { EVENT_OF } from '@skinprices/poller';
+import { eventOf } from '@skinprices/poller';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectTopics, readTopic, startPoller, startSimulator, type Sim } from '../support/pipeline.js';
 import { TestStack } from '../support/stack.js';
@@ -120,7 +120,7 @@ describe('pollers against the simulator, through Kafka', () => {
   );
 
   it.each(cases)('%s %s: decoded events equal the simulator truth', async (market, kind) => {
-    const eventKind = EVENT_OF[kind];
+    const eventKind = eventOf(kind);
     const topic = `${topicFor(eventKind).name}${suffix}`;
     const marker = markers.find((m) => m.market === market && m.kind === kind);
     expect(marker).toBeDefined();

@@ -6,7 +6,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, parsePayload, ReadModel } from '@skinprices/api';
-import { SalesExportCache } from '@skinprices/exports';
 import { createLogger } from '@skinprices/runtime';
 import { migrate, type Pool } from '@skinprices/store';
 import type { FastifyInstance } from 'fastify';
@@ -81,7 +80,6 @@ describe('/v1/status on a real pipeline', () => {
       keys,
       limiter: new MemoryRateLimiter(),
       read: new ReadModel(pool),
-      exports: new SalesExportCache(pool),
       version: () => 0,
       logger: createLogger('api', 'silent'),
       status: { graceMs: 60_000, fallbackIntervalMs: 900_000, deadAfterMs: 3_000, stallAfterMs: 60_000 },

@@ -12,7 +12,6 @@ import {
   type AppDeps,
   type Plan,
 } from '@skinprices/api';
-import { SalesExportCache } from '@skinprices/exports';
 import { createLogger } from '@skinprices/runtime';
 import { migrate, type Pool } from '@skinprices/store';
 import type { FastifyInstance } from 'fastify';
@@ -48,7 +47,6 @@ export async function startApi(
     keys: store,
     limiter: new MemoryRateLimiter(),
     read: new ReadModel(pool),
-    exports: new SalesExportCache(pool),
     version: () => 0,
     logger: createLogger('api', 'silent'),
     ...o.deps,

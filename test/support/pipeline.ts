@@ -2,15 +2,8 @@
  * Fixtures for tests that run the upstream simulator and pollers in-process against the real
  * Kafka and registry, on topics of their own (the project's names plus a unique suffix).
  */
-import { getMarket, type MarketSlug, type UpstreamFormat } from '@skinprices/domain';
-import {
-  DATA_KINDS,
-  EventConsumer,
-  EventProducer,
-  topicDefinitions,
-  type EventKind,
-  type EventMap,
-} from '@skinprices/events';
+import { DATA_KIND_NAMES, getMarket, type MarketSlug, type UpstreamFormat } from '@skinprices/domain';
+import { EventConsumer, EventProducer, topicDefinitions, type EventKind, type EventMap } from '@skinprices/events';
 import { adapterFor, UpstreamClient, type Adapter, type Kind } from '@skinprices/marketplaces';
 import { Materializer, MIGRATIONS_DIR, OutboxPublisher, type MaterializerOptions } from '@skinprices/materializer';
 import { PollerMetrics, Poller, type PollerOptions } from '@skinprices/poller';
@@ -119,7 +112,7 @@ export async function startPoller(
   await admin.connect();
   const hour = 3_600_000;
   const intervals: Partial<Record<Kind, number>> = {};
-  for (const k of DATA_KINDS) intervals[k] = hour;
+  for (const k of DATA_KIND_NAMES) intervals[k] = hour;
   const poller = new Poller(
     { ...FAST, market: m, intervals, topicSuffix: suffix, ...options },
     {

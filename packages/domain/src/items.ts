@@ -135,7 +135,15 @@ export function parseCatalogueKey(key: string): ItemIdentity {
   return { marketHashName: name, phase: '' };
 }
 
-/** Stable string for in-memory maps; the NUL separator cannot occur in a name. */
+/**
+ * The one key of an item in code (in-memory maps, de-duplication): NUL-separated, as NUL cannot
+ * occur in a name. Topics key items their own way (events' itemKey: a published JSON format).
+ */
 export function identityKey(item: ItemIdentity): string {
   return `${item.marketHashName}\u0000${item.phase}`;
+}
+
+/** An item of one marketplace, keyed like identityKey with the marketplace first. */
+export function marketItemKey(market: string, marketHashName: string, phase: string): string {
+  return `${market}\u0000${marketHashName}\u0000${phase}`;
 }

@@ -4,6 +4,7 @@
  * names are brands.
  */
 import { AppError } from './errors.js';
+import { DATA_KINDS, isDataKind, type Capability, type RefreshIntervals } from './kinds.js';
 
 export const CURRENCIES = ['CNY', 'EUR', 'USD'] as const;
 export type Currency = (typeof CURRENCIES)[number];
@@ -25,27 +26,6 @@ export const MARKET_SLUGS = [
   'hist-a',
 ] as const;
 export type MarketSlug = (typeof MARKET_SLUGS)[number];
-
-/** What a marketplace offers; the pollers schedule and the API route by these. */
-export type Capability =
-  | 'listings' // lowest price + count per item
-  | 'buyorders' // highest bid per item (and per phase/tier row)
-  | 'floatBuyorders' // individual buy orders limited by float
-  | 'floatRanged' // float-bucket offer short lists
-  | 'sales' // completed sales
-  | 'orderBook' // in-depth order book (the store)
-  | 'history'; // upstream daily history we import
-
-export interface RefreshIntervals {
-  /** Listing prices; the spec promises about 5 minutes. */
-  listingsMs: number;
-  buyordersMs?: number;
-  floatBuyordersMs?: number;
-  floatRangedMs?: number;
-  salesMs?: number;
-  orderBookMs?: number;
-  historyMs?: number;
-}
 
 /**
  * The shape of a marketplace's own API. Each format has one adapter in packages/marketplaces;
@@ -87,6 +67,18 @@ export interface Market {
   /** API field carrying the marketplace's own template id (CN-A only). */
   templateIdField?: string;
   /**
+   * Buy-order rows carry `blue_buyorder_price`: the marketplace quotes a separate "blue" buy-order
+   * price (CN-A only; spec 4.2).
+   */
+  blueBuyorderPrice?: boolean;
+  /**
+   * The plan its float buy orders need when above the endpoint's own (CN-A lists every individual
+   * order, which is enterprise data; spec 4.9).
+   */
+  floatBuyorderPlan?: 'enterprise';
+  /** The market-cap index (spec 4.12) is computed over this marketplace's catalogue (one only). */
+  marketCapIndex?: boolean;
+  /**
    * Link to an item's page on this marketplace (the spec's `item_page_url`), as a template with
    * `{market_hash_name}` and `{id}` (the marketplace's own item id: the rows' `template_id`);
    * see itemPageUrl. Phase rows link to their name's page, where marketplaces offer the phases.
@@ -121,7 +113,7 @@ function usdCatalogueMarket(n: 1 | 2 | 3 | 4 | 5 | 6): Market {
   };
 }
 
-export const MARKETS: readonly Market[] = Object.freeze([
+const BUILT_IN_MARKETS: readonly Market[] = Object.freeze([
   {
     slug: 'cn-a',
     upstreamFormat: 'goods-cursor',
@@ -140,6 +132,9 @@ export const MARKETS: readonly Market[] = Object.freeze([
       salesMs: MIN,
     },
     templateIdField: templateIdFieldName('cn-a'),
+    blueBuyorderPrice: true,
+    floatBuyorderPlan: 'enterprise',
+    marketCapIndex: true,
     itemPageUrlTemplate: 'https://cn-a.example/goods/{id}',
   },
   {
@@ -218,6 +213,68 @@ export const MARKETS: readonly Market[] = Object.freeze([
   },
 ]);
 
+/**
+ * The environment variable that adds marketplaces to the descriptor: a JSON array of entries of
+ * the `Market` shape, each of an existing upstream format. Every process of the platform reads it
+ * at start, so a new marketplace of a known format is one entry (plus its upstream's address for
+ * its poller) and no code: it is polled, materialised and served on every endpoint its
+ * capabilities and flags qualify it for.
+ */
+export const EXTRA_MARKETS_ENV = 'SKINPRICES_EXTRA_MARKETS';
+
+const CAPABILITIES: readonly Capability[] = Object.values(DATA_KINDS).map((k) => k.capability);
+
+/** Parses and checks `json` (the variable's value) into marketplace entries; a bad entry throws `config_invalid`. */
+export function parseExtraMarkets(json: string | undefined, known: readonly Market[] = BUILT_IN_MARKETS): Market[] {
+  if (json === undefined || json.trim() === '') return [];
+  const bad = (why: string): never => {
+    throw new AppError('config_invalid', `${EXTRA_MARKETS_ENV}: ${why}`);
+  };
+  let entries: unknown;
+  try {
+    entries = JSON.parse(json);
+  } catch {
+    return bad('not JSON');
+  }
+  if (!Array.isArray(entries)) return bad('must be a JSON array of marketplace entries');
+  const slugs = new Set(known.map((m) => m.slug as string));
+  return entries.map((e: Partial<Market> & Record<string, unknown>, i) => {
+    const at = `entry ${i}`;
+    if (typeof e !== 'object' || e === null) return bad(`${at} is not an object`);
+    if (typeof e.slug !== 'string' || !/^[a-z][a-z0-9-]{1,15}$/.test(e.slug))
+      return bad(`${at}: slug must match [a-z][a-z0-9-]{1,15}`);
+    if (slugs.has(e.slug)) return bad(`${at}: slug '${e.slug}' is taken`);
+    slugs.add(e.slug);
+    if (!UPSTREAM_FORMATS.includes(e.upstreamFormat as UpstreamFormat)) return bad(`${at}: unknown upstreamFormat`);
+    if (!CURRENCIES.includes(e.currency as Currency))
+      return bad(`${at}: currency must be one of ${CURRENCIES.join(', ')}`);
+    if (typeof e.label !== 'string' || e.label === '') return bad(`${at}: label is required`);
+    if (e.priceField !== 'price' && e.priceField !== 'price_rmb')
+      return bad(`${at}: priceField must be price or price_rmb`);
+    if (e.kind !== 'listing' && e.kind !== 'history') return bad(`${at}: kind must be listing or history`);
+    if (typeof e.perMarketEndpoint !== 'boolean' || typeof e.inCatalogue !== 'boolean')
+      return bad(`${at}: perMarketEndpoint and inCatalogue must be booleans`);
+    if (!Array.isArray(e.capabilities) || !e.capabilities.every((c) => CAPABILITIES.includes(c)))
+      return bad(`${at}: capabilities must be among ${CAPABILITIES.join(', ')}`);
+    const refresh = e.refresh as unknown as Record<string, unknown> | undefined;
+    if (
+      typeof refresh !== 'object' ||
+      refresh === null ||
+      !Object.values(refresh).every((v) => Number.isInteger(v) && (v as number) >= 1000) ||
+      typeof refresh.listingsMs !== 'number'
+    )
+      return bad(`${at}: refresh needs listingsMs, and every interval in whole milliseconds ≥ 1000`);
+    if (e.marketCapIndex) return bad(`${at}: the market-cap index has its marketplace already`);
+    return Object.freeze({ ...e }) as Market;
+  });
+}
+
+/** Every marketplace: the built-in ones, then those the environment adds. */
+export const MARKETS: readonly Market[] = Object.freeze([
+  ...BUILT_IN_MARKETS,
+  ...parseExtraMarkets(typeof process === 'undefined' ? undefined : process.env[EXTRA_MARKETS_ENV]),
+]);
+
 const BY_SLUG: ReadonlyMap<string, Market> = new Map(MARKETS.map((m) => [m.slug, m]));
 
 export function isMarketSlug(value: unknown): value is MarketSlug {
@@ -232,6 +289,13 @@ export function getMarket(slug: string): Market {
   }
   return market;
 }
+
+/** The marketplace the market-cap index is computed over (the one with `marketCapIndex`). */
+export const MARKET_CAP_MARKET: Market = (() => {
+  const found = MARKETS.filter((m) => m.marketCapIndex);
+  if (found.length !== 1) throw new Error(`exactly one marketplace must carry marketCapIndex (${found.length} do)`);
+  return found[0] as Market;
+})();
 
 export function marketsWith(capability: Capability): Market[] {
   return MARKETS.filter((m) => m.capabilities.includes(capability));
@@ -267,18 +331,7 @@ export function itemPageUrl(market: Market, item: ItemPageRef): string | null {
   );
 }
 
-const INTERVAL_OF_KIND: Record<string, keyof RefreshIntervals> = {
-  LISTINGS: 'listingsMs',
-  BUYORDERS: 'buyordersMs',
-  FLOAT_BUYORDERS: 'floatBuyordersMs',
-  FLOAT_RANGED: 'floatRangedMs',
-  SALES: 'salesMs',
-  ORDER_BOOK: 'orderBookMs',
-  HISTORY: 'historyMs',
-};
-
 /** How often `market` refreshes data of a poll-cycle kind (`LISTINGS`, `SALES`, …); undefined if it does not. */
 export function refreshIntervalMs(market: Market, kind: string): number | undefined {
-  const field = INTERVAL_OF_KIND[kind];
-  return field ? market.refresh[field] : undefined;
+  return isDataKind(kind) ? market.refresh[DATA_KINDS[kind].refresh] : undefined;
 }

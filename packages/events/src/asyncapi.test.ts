@@ -13,7 +13,11 @@ interface Doc {
   asyncapi: string;
   channels: Record<
     string,
-    { address: string; bindings: { kafka: { partitions: number } }; messages: Record<string, { $ref: string }> }
+    {
+      address: string;
+      bindings: { kafka: { partitions: number; topicConfiguration?: Record<string, unknown> } };
+      messages: Record<string, { $ref: string }>;
+    }
   >;
   components: { messages: Record<string, { payload: { schema: { $ref: string } } }> };
 }
@@ -33,6 +37,21 @@ describe('docs/asyncapi.yaml', () => {
       const c = channels.find((x) => x.address === t.name);
       expect(c?.bindings.kafka.partitions, t.name).toBe(t.partitions);
       expect(Object.keys(c?.messages ?? {}), t.name).toEqual([t.event]);
+    }
+  });
+
+  it('states every setting of each topic as topics.json creates it (non-binding ones as x-<name>)', () => {
+    for (const t of topicDefinitions()) {
+      const documented =
+        doc.channels[Object.keys(doc.channels).find((k) => doc.channels[k]?.address === t.name) ?? '']?.bindings.kafka
+          .topicConfiguration;
+      const normalised = Object.fromEntries(
+        Object.entries(documented ?? {}).map(([k, v]) => [
+          k.replace(/^x-/, ''),
+          Array.isArray(v) ? v.join(',') : String(v),
+        ]),
+      );
+      expect(normalised, t.name).toEqual(t.config ?? {});
     }
   });
 

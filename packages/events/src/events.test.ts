@@ -3,7 +3,7 @@ import { parsePrice } from '@skinprices/domain';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SAMPLES } from '../../../test/support/samples.js';
-import { eventKey, itemKey, parseItemKey } from './keys.js';
+import { eventKey, itemKey, keyHeaders, parseItemKey } from './keys.js';
 import { EVENT_KINDS, eventSchema, topicDefinitions, topicFor } from './schemas.js';
 import { validateEvent } from './validate.js';
 
@@ -117,6 +117,18 @@ describe('keys', () => {
   });
   it('keys poll cycles by market and data kind', () => {
     expect(eventKey('pollCycle', SAMPLES.pollCycle)).toBe('["eu-a","LISTINGS"]');
+  });
+});
+
+describe('keyHeaders', () => {
+  it("names a buy-order key's third field: the tier on tier rows, the phase otherwise; no header elsewhere", () => {
+    expect(keyHeaders('buyorder', { ...SAMPLES.buyorder, tier: 'T2' })).toEqual({
+      'key-fields': 'market,market_hash_name,tier',
+    });
+    expect(keyHeaders('buyorder', { ...SAMPLES.buyorder, tier: null })).toEqual({
+      'key-fields': 'market,market_hash_name,phase',
+    });
+    expect(keyHeaders('listing', SAMPLES.listing)).toBeUndefined();
   });
 });
 

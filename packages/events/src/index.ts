@@ -7,7 +7,7 @@ export {
   type EventSchema,
   type TopicDefinition,
 } from './schemas.js';
-export { eventKey, itemKey, parseItemKey } from './keys.js';
+export { eventKey, itemKey, KEY_FIELDS_HEADER, keyHeaders, parseItemKey } from './keys.js';
 export { validateEvent } from './validate.js';
 export { EventSerde, TopicCodec, type Compatibility, type SerdeOptions } from './serde.js';
 export {

@@ -3,7 +3,7 @@
  */
 import { AppError } from '@skinprices/domain';
 import { Kafka, logLevel, type Consumer, type KafkaConfig, type Producer, type RecordMetadata } from 'kafkajs';
-import { eventKey } from './keys.js';
+import { eventKey, keyHeaders } from './keys.js';
 import { DefaultPartitioner, partitionOfKey } from './partitioner.js';
 import type { TopicCodec } from './serde.js';
 import type { EventKind, EventMap } from './types.js';
@@ -140,11 +140,16 @@ export class EventProducer {
   /** Encodes and sends events keyed by marketplace + item identity; bad events are returned, not sent. */
   async send<K extends EventKind>(codec: TopicCodec<K>, events: readonly EventMap[K][]): Promise<SendResult<K>> {
     const rejected: SendResult<K>['rejected'] = [];
-    const messages: { key: Buffer; value: Buffer }[] = [];
+    const messages: { key: Buffer; value: Buffer; headers?: Record<string, string> }[] = [];
     for (const event of events) {
       try {
         // The key as bytes once: the partitioner and the record encoder would each convert a string.
-        messages.push({ key: Buffer.from(eventKey(codec.kind, event)), value: codec.encode(event) });
+        const headers = keyHeaders(codec.kind, event);
+        messages.push({
+          key: Buffer.from(eventKey(codec.kind, event)),
+          value: codec.encode(event),
+          ...(headers ? { headers } : {}),
+        });
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         rejected.push({ event, error: err });

@@ -39,3 +39,20 @@ export function eventKey<K extends EventKind>(kind: K, event: EventMap[K]): stri
   const e = event as EventMap['listing'];
   return itemKey(e.market, e.market_hash_name, e.phase);
 }
+
+/** The record header that names the fields of a buy-order key (see keyHeaders). */
+export const KEY_FIELDS_HEADER = 'key-fields';
+
+/**
+ * Record headers that say what the key holds where the key alone cannot: a buy-order key's third
+ * element is the pattern tier for a tier row ("T2") and the phase otherwise, and a phase could
+ * look like a tier. The key's bytes stay as published (changing them would move every item's
+ * partition and break compaction); the header, added compatibly, names its fields:
+ * `market,market_hash_name,tier` or `market,market_hash_name,phase`. Other topics' keys are
+ * unambiguous and carry no header.
+ */
+export function keyHeaders<K extends EventKind>(kind: K, event: EventMap[K]): Record<string, string> | undefined {
+  if (kind !== 'buyorder') return undefined;
+  const tier = (event as EventMap['buyorder']).tier;
+  return { [KEY_FIELDS_HEADER]: tier == null ? 'market,market_hash_name,phase' : 'market,market_hash_name,tier' };
+}

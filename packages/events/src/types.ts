@@ -3,6 +3,8 @@
  * (snake_case), so an event decodes straight into these types. Prices are decimal strings;
  * times are epoch milliseconds (Avro timestamp-millis).
  */
+import type { DataEventKind, DataKind } from '@skinprices/domain';
+
 export type DecimalString = string;
 export type EpochMs = number;
 
@@ -100,16 +102,8 @@ export interface HistoryPointEvent extends ItemEvent {
   hours?: HistoryHour[] | null;
 }
 
-export const DATA_KINDS = [
-  'LISTINGS',
-  'BUYORDERS',
-  'FLOAT_RANGED',
-  'FLOAT_BUYORDERS',
-  'SALES',
-  'ORDER_BOOK',
-  'HISTORY',
-] as const;
-export type DataKind = (typeof DATA_KINDS)[number];
+/** The data kinds come from the domain's descriptor (packages/domain kinds.ts). */
+export type { DataKind };
 
 export interface PollCycleEvent {
   market: string;
@@ -159,3 +153,9 @@ export interface EventMap {
   currentPrice: CurrentPriceEvent;
 }
 export type EventKind = keyof EventMap;
+
+// The descriptor's event of every data kind is an event of this map, with its shape: a kind added
+// there without its event here (or renamed on one side) fails to compile.
+type Missing = Exclude<DataEventKind, EventKind>;
+const everyDataEventHasAShape: [Missing] extends [never] ? true : Missing = true;
+void everyDataEventHasAShape;

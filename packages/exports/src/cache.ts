@@ -60,6 +60,15 @@ export class SalesExportCache {
     return have ?? this.store(await buildSalesExport(this.pool, day));
   }
 
+  /**
+   * What the materializer's scheduler runs: the daily export once the data covers a new day, and
+   * the rolling one (the API's answer) when the stored one is older than `maxAgeMs`.
+   */
+  async refresh(): Promise<void> {
+    await this.ensureDaily();
+    await this.current();
+  }
+
   async latest(): Promise<StoredExport | null> {
     return this.one('ORDER BY window_end DESC LIMIT 1', []);
   }

@@ -1,9 +1,11 @@
 /*
- * Builds the daily export once the data covers a new UTC day.
+ * The materializer's export loop: builds the daily export once the data covers a new UTC day, and
+ * the rolling last-24-hours export the API serves whenever the stored one has aged past the cache's
+ * maxAgeMs. The API never builds one: the materializer owns the exports end to end.
  *
  *   idle ──(every intervalMs)──▶ checking ──(done: built the new day's export, or nothing new)──▶ idle
  *                                   └──(PostgreSQL away)──▶ idle (next tick retries)
- *   (building the export is part of `checking`: SalesExportCache.ensureDaily does both)
+ *   (building the export is part of `checking`: SalesExportCache.refresh does both)
  *   any ──stop()──▶ stopped
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -34,7 +36,7 @@ export class DailyExportScheduler {
   private async run(): Promise<void> {
     while (!this.stopCtl.signal.aborted) {
       this.state = 'checking';
-      await this.cache.ensureDaily().catch(this.options.onError);
+      await this.cache.refresh().catch(this.options.onError);
       this.state = 'idle';
       await sleep(this.options.intervalMs, undefined, { signal: this.stopCtl.signal }).catch(() => undefined);
     }

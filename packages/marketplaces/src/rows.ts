@@ -4,7 +4,7 @@
  * phases the 8 English names or '', exteriors canonical. The poller adds market, currency,
  * observation time and cycle id to make events of them.
  */
-import type { Exterior, PhaseOrNone } from '@skinprices/domain';
+import type { DataKind, Exterior, PhaseOrNone } from '@skinprices/domain';
 
 export interface ListingRow {
   market_hash_name: string;
@@ -103,7 +103,11 @@ export interface RowMap {
   ORDER_BOOK: OrderBookRow;
   HISTORY: HistoryRow;
 }
-export type Kind = keyof RowMap;
+/** The data kinds of the domain's descriptor (packages/domain kinds.ts): one row shape each. */
+export type Kind = DataKind;
+type Unshaped = Exclude<DataKind, keyof RowMap> | Exclude<keyof RowMap, DataKind>;
+const everyKindHasARowShape: [Unshaped] extends [never] ? true : Unshaped = true;
+void everyKindHasARowShape;
 
 /** A row the upstream sent that we refuse (zero price, unknown phase …), kept for logs/metrics. */
 export interface Rejected {

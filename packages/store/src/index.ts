@@ -11,3 +11,14 @@ export {
 } from './pool.js';
 export { loadMigrations, migrate, type Migration, type MigrationResult } from './migrate.js';
 export { copyField, copyLine, copyOut, copyRows, type CopyValue } from './copy.js';
+export {
+  contractDrift,
+  type Column,
+  type Contract,
+  type DatabaseOf,
+  contractTypeName,
+  READ_CONTRACT_V1,
+  type PgType,
+  type ReadContractV1,
+  type ViewColumns,
+} from './read-contract.js';

@@ -101,4 +101,36 @@ describe('VersionedCache', () => {
     await new Promise((r) => setImmediate(r));
     expect(await stale.get('body', buildStale)).toBe('rows=5');
   });
+
+  it('derived values lag by at most maxLagMs; data changes rebuild as before', async () => {
+    let version = 1;
+    let derived = 1;
+    let data = 'a';
+    let now = 1_000_000;
+    const realNow = Date.now;
+    Date.now = () => now;
+    try {
+      const cache = new VersionedCache<string>(() => version, 0, { version: () => derived, maxLagMs: 15_000 });
+      const build = async () => data;
+      const settle = () => new Promise((r) => setImmediate(r));
+      expect(await cache.get('list', build)).toBe('a');
+      derived = 2;
+      data = 'b';
+      now += 14_000;
+      expect(await cache.get('list', build)).toBe('a'); // only derived moved, within the lag
+      await settle();
+      expect(await cache.get('list', build)).toBe('a'); // and nothing was rebuilt
+      now += 2_000;
+      await cache.get('list', build); // past the lag: this request triggers the rebuild
+      await settle();
+      expect(await cache.get('list', build)).toBe('b');
+      data = 'c';
+      version = 2; // a data change is not held back by the derived lag
+      await cache.get('list', build);
+      await settle();
+      expect(await cache.get('list', build)).toBe('c');
+    } finally {
+      Date.now = realNow;
+    }
+  });
 });

@@ -96,23 +96,48 @@ export function inflateHead(body: Body): InflateRaw {
   return inflate;
 }
 
-/**
- * Values by name (bodies, catalogue shards), rebuilt when the read model's version moved, and at
- * most every `minAgeMs`: a burst of batches must not rebuild megabytes per batch. Single-flight
- * per name; while a rebuild runs, the previous value is served (it is at most seconds old).
- */
 /** The read-model version a cached value of `name` depends on (see ReadModelVersion). */
 export type VersionOf = (name: string) => number;
 
+/**
+ * The derived values' version (ReadModelVersion.derived) and how long a cached value may lag
+ * behind it: statistics, liquidity and the market cap move with every applied cycle marker, and
+ * rebuilding every body for each was the API's largest cost under load.
+ */
+export interface DerivedVersion {
+  version: () => number;
+  maxLagMs: number;
+}
+
+/** Whether a value built at `at` for versions (`version`, `derived`) may still be served. */
+function current(
+  e: { version: number; derived: number; at: number },
+  v: number,
+  d: number,
+  minAgeMs: number,
+  maxLagMs: number,
+): boolean {
+  const age = Date.now() - e.at;
+  return (e.version === v || age < minAgeMs) && (e.derived === d || age < maxLagMs);
+}
+
+/**
+ * Values by name (bodies, catalogue shards), rebuilt when the read model's version moved, and at
+ * most every `minAgeMs`: a burst of batches must not rebuild megabytes per batch; when only the
+ * derived values moved, at most every `derived.maxLagMs`. Single-flight per name; while a rebuild
+ * runs, the previous value is served (it is at most seconds old).
+ */
 export class VersionedCache<T> {
   /** Lookups answered from the cache and lookups that had to build (for /metrics). */
   readonly stats = { hits: 0, misses: 0 };
-  private readonly entries = new Map<string, { value: T; version: number; at: number }>();
+  private readonly entries = new Map<string, { value: T; version: number; derived: number; at: number }>();
   private readonly building = new Map<string, Promise<T>>();
 
   constructor(
     private readonly version: VersionOf,
     private readonly minAgeMs = 1_000,
+    /** Absent: derived values are part of `version` (tests with a constant version). */
+    private readonly derived?: DerivedVersion,
   ) {}
 
   async get(name: string, build: () => Promise<T>): Promise<T> {
@@ -132,7 +157,8 @@ export class VersionedCache<T> {
   private async lookup(name: string, build: () => Promise<T>, fresh: boolean): Promise<T> {
     const e = this.entries.get(name);
     const v = this.version(name);
-    if (e && (e.version === v || (!fresh && Date.now() - e.at < this.minAgeMs))) {
+    const d = this.derived?.version() ?? 0;
+    if (e && current(e, v, d, fresh ? 0 : this.minAgeMs, this.derived?.maxLagMs ?? 0)) {
       this.stats.hits++;
       return e.value;
     }
@@ -141,7 +167,7 @@ export class VersionedCache<T> {
     if (!p) {
       p = build()
         .then((value) => {
-          this.entries.set(name, { value, version: v, at: Date.now() });
+          this.entries.set(name, { value, version: v, derived: d, at: Date.now() });
           return value;
         })
         .finally(() => this.building.delete(name));
@@ -163,8 +189,8 @@ export class BodyCache {
     return this.cache.stats;
   }
 
-  constructor(version: VersionOf, minAgeMs = 1_000) {
-    this.cache = new VersionedCache(version, minAgeMs);
+  constructor(version: VersionOf, minAgeMs = 1_000, derived?: DerivedVersion) {
+    this.cache = new VersionedCache(version, minAgeMs, derived);
   }
 
   get(name: string, build: () => Promise<string | Buffer>): Promise<Body> {
@@ -181,19 +207,21 @@ export class BodyCache {
  */
 export class AnswerCache {
   readonly stats = { hits: 0, misses: 0 };
-  private readonly entries = new Map<string, { json: string; version: number; at: number }>();
+  private readonly entries = new Map<string, { json: string; version: number; derived: number; at: number }>();
   private readonly loading = new Map<string, Promise<string>>();
   private bytesHeld = 0;
 
   constructor(
     private readonly version: () => number,
     private readonly limits = { maxEntries: 20_000, maxBytes: 64 * 1024 * 1024, minAgeMs: 1_000 },
+    private readonly derived?: DerivedVersion,
   ) {}
 
   get(key: string, load: () => Promise<unknown>): Promise<string> {
     const v = this.version();
+    const d = this.derived?.version() ?? 0;
     const e = this.entries.get(key);
-    if (e && (e.version === v || Date.now() - e.at < this.limits.minAgeMs)) {
+    if (e && current(e, v, d, this.limits.minAgeMs, this.derived?.maxLagMs ?? 0)) {
       // Map order is the LRU order: a hit moves the entry to the end.
       this.entries.delete(key);
       this.entries.set(key, e);
@@ -206,7 +234,7 @@ export class AnswerCache {
       p = load()
         .then((value) => {
           const json = JSON.stringify(value);
-          this.put(key, { json, version: v, at: Date.now() });
+          this.put(key, { json, version: v, derived: d, at: Date.now() });
           return json;
         })
         .finally(() => this.loading.delete(key));
@@ -215,7 +243,7 @@ export class AnswerCache {
     return p;
   }
 
-  private put(key: string, entry: { json: string; version: number; at: number }): void {
+  private put(key: string, entry: { json: string; version: number; derived: number; at: number }): void {
     const old = this.entries.get(key);
     if (old) {
       this.bytesHeld -= old.json.length;

@@ -25,6 +25,11 @@ export const apiConfigSchema = z.object({
   PIPELINE_STALL_AFTER_S: intFromEnv(10, 86_400)
     .default(90)
     .describe('/v1/status: no batch committed by any materializer for this long means the pipeline stalled'),
+  DERIVED_MAX_LAG_MS: intFromEnv(0, 300_000)
+    .default(15_000)
+    .describe(
+      'how long cached answers may lag behind derived values (statistics, liquidity, market cap) that every cycle marker recomputes; price changes and removals are not delayed',
+    ),
   DB_POOL_SIZE: intFromEnv(1, 100).default(8).describe('PostgreSQL connections for reads'),
   AUTH_FAILURES_PER_MINUTE: intFromEnv(1, 1_000_000)
     .default(60)

@@ -1,27 +1,30 @@
 /** One error body everywhere (design.md): {"error":{"status":403,"code":"plan_required","message":"…"}}. */
-export type ApiErrorCode =
-  | 'key_missing'
-  | 'key_invalid'
-  | 'key_disabled'
-  | 'key_expired'
-  | 'plan_required'
-  | 'endpoint_not_allowed'
-  | 'rate_limited'
-  | 'auth_rate_limited'
-  | 'bad_parameter'
-  | 'bad_request'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'uri_too_long'
-  | 'headers_too_large'
-  | 'expectation_failed'
-  | 'request_timeout'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'not_available'
-  | 'cursor_expired'
-  | 'too_many_streams'
-  | 'internal';
+/** Every code an error body can carry (the document lists them: a client can switch on them). */
+export const API_ERROR_CODES = [
+  'key_missing',
+  'key_invalid',
+  'key_disabled',
+  'key_expired',
+  'plan_required',
+  'endpoint_not_allowed',
+  'rate_limited',
+  'auth_rate_limited',
+  'bad_parameter',
+  'bad_request',
+  'not_found',
+  'method_not_allowed',
+  'uri_too_long',
+  'headers_too_large',
+  'expectation_failed',
+  'request_timeout',
+  'payload_too_large',
+  'unsupported_media_type',
+  'not_available',
+  'cursor_expired',
+  'too_many_streams',
+  'internal',
+] as const;
+export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
 
 export class ApiError extends Error {
   constructor(

@@ -5,7 +5,6 @@
  * name never listed nor imported is a 404 `not_found` in the error shape; a known item with no
  * points on that marketplace stays a 200 with [].
  */
-import type { SalesExportCache } from '@skinprices/exports';
 import { createLogger } from '@skinprices/runtime';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from './app.js';
@@ -39,7 +38,6 @@ function appWith(known: readonly string[], points: Record<string, { date: string
     keys: { authenticate: async (s?: string) => (s === 'k' ? key : 'missing') } as unknown as KeyStore,
     limiter: new MemoryRateLimiter(),
     read,
-    exports: {} as SalesExportCache,
     version: () => 0,
     logger: createLogger('api', 'silent'),
   });

@@ -1,9 +1,10 @@
 /** The API's parts, for embedding (tests, the supervisor of `make run`); main.ts wires a process. */
 export { buildApp, CATALOGUE_MARKETS, LIST_MARKETS, type AppDeps } from './app.js';
 export { apiConfigSchema, MIGRATIONS_DIR as API_MIGRATIONS_DIR, type ApiConfig } from './config.js';
-export { KeyStore, type ApiKey, type AuthFailure, type CreateKeyInput } from './keys.js';
+export { KeyStore, KEYS_CONTRACT, type ApiKey, type AuthFailure, type CreateKeyInput } from './keys.js';
 export { FailedAuthLimiter, MemoryRateLimiter, RedisRateLimiter, type RateLimiter, type Verdict } from './limits.js';
 export { ApiMetrics } from './metrics.js';
 export { ENDPOINT_IDS, ENDPOINTS, PLANS, planFor, type EndpointId, type Plan } from './plans.js';
-export { ReadModel, type HistoryPoint } from './readmodel.js';
+export { ReadModel } from './readmodel.js';
+export type { HistoryPoint } from './routes/schemas.js';
 export { parsePayload, PgNotifications, ReadModelVersion } from './version.js';

@@ -6,8 +6,37 @@
  * flood of made-up keys reaches PostgreSQL.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Pool } from '@skinprices/store';
+import type { Contract, DatabaseOf, Pool } from '@skinprices/store';
+import { Kysely, PostgresDialect, type Generated, type Selectable } from 'kysely';
 import { ENDPOINT_IDS, PLAN_LIMITS, type EndpointId, type Plan } from './plans.js';
+
+/**
+ * The API's own table (its migrations, in the keys schema) as the queries below may use it;
+ * test/integration/read-contract.test.ts checks it against the migrated table.
+ */
+export const KEYS_CONTRACT = {
+  api_keys: {
+    id: 'bigint',
+    prefix: 'text',
+    secret_sha256: 'bytea',
+    customer: 'text',
+    plan: 'text',
+    allowed_endpoints: 'text[]?',
+    disabled: 'boolean',
+    expires_at: 'timestamptz?',
+    per_second: 'integer',
+    per_minute: 'integer',
+    per_day: 'integer',
+    created_at: 'timestamptz',
+    note: 'text?',
+  },
+} as const satisfies Contract;
+type KeysRow = DatabaseOf<typeof KEYS_CONTRACT>['api_keys'];
+/** Kysely's view of it: the database fills id and created_at. */
+interface KeysDb {
+  api_keys: Omit<KeysRow, 'id' | 'created_at'> & { id: Generated<string>; created_at: Generated<Date> };
+}
+type Row = Selectable<KeysDb['api_keys']>;
 
 export interface ApiKey {
   id: string;
@@ -30,27 +59,12 @@ const KEY = /^sp_([a-z0-9]{10})_([A-Za-z0-9_-]{32,64})$/;
 const sha256 = (s: string): Buffer => createHash('sha256').update(s).digest();
 const NO_KEY = Buffer.alloc(32);
 
-interface Row {
-  id: string;
-  prefix: string;
-  secret_sha256: Buffer;
-  customer: string;
-  plan: Plan;
-  allowed_endpoints: string[] | null;
-  disabled: boolean;
-  expires_at: Date | null;
-  per_second: number;
-  per_minute: number;
-  per_day: number;
-  created_at: Date;
-  note: string | null;
-}
-
 const toKey = (r: Row): ApiKey => ({
   id: r.id,
   prefix: r.prefix,
   customer: r.customer,
-  plan: r.plan,
+  // The table's CHECK holds plan to the three plans.
+  plan: r.plan as Plan,
   allowedEndpoints: r.allowed_endpoints as EndpointId[] | null,
   disabled: r.disabled,
   expiresAt: r.expires_at,
@@ -84,15 +98,19 @@ export class KeyStore {
    * @param maxAgeMs while no notification listener keeps the snapshot current (the CLI, tests
    * without one, a lost connection), a snapshot older than this is reloaded before use. @default 5000
    */
+  private readonly db: Kysely<KeysDb>;
+
   constructor(
-    private readonly pool: Pool,
+    pool: Pool,
     private readonly maxAgeMs = 5_000,
-  ) {}
+  ) {
+    this.db = new Kysely<KeysDb>({ dialect: new PostgresDialect({ pool }) });
+  }
 
   /** Reloads every key; queued after any reload under way, so it sees every change committed before it. */
   reload(): Promise<void> {
     const load = async () => {
-      const { rows } = await this.pool.query<Row>('SELECT * FROM api_keys');
+      const rows = await this.db.selectFrom('api_keys').selectAll().execute();
       this.snapshot = new Map(rows.map((r) => [r.prefix, { key: toKey(r), hash: r.secret_sha256 }]));
       this.loadedAt = Date.now();
     };
@@ -112,30 +130,29 @@ export class KeyStore {
     const prefix = randomBytes(8).toString('hex').slice(0, 10);
     const secret = `sp_${prefix}_${randomBytes(32).toString('base64url')}`;
     const limits = PLAN_LIMITS[input.plan];
-    const { rows } = await this.pool.query<Row>(
-      `INSERT INTO api_keys (prefix, secret_sha256, customer, plan, allowed_endpoints, disabled, expires_at,
-                             per_second, per_minute, per_day, note)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
-      [
+    const row = await this.db
+      .insertInto('api_keys')
+      .values({
         prefix,
-        sha256(secret),
-        input.customer,
-        input.plan,
-        input.allowedEndpoints ?? null,
-        input.disabled ?? false,
-        input.expiresAt ?? null,
-        input.perSecond ?? limits.perSecond,
-        input.perMinute ?? limits.perMinute,
-        input.perDay ?? limits.perDay,
-        input.note ?? null,
-      ],
-    );
+        secret_sha256: sha256(secret),
+        customer: input.customer,
+        plan: input.plan,
+        allowed_endpoints: input.allowedEndpoints ?? null,
+        disabled: input.disabled ?? false,
+        expires_at: input.expiresAt ?? null,
+        per_second: input.perSecond ?? limits.perSecond,
+        per_minute: input.perMinute ?? limits.perMinute,
+        per_day: input.perDay ?? limits.perDay,
+        note: input.note ?? null,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
     await this.reload();
-    return { key: toKey(rows[0] as Row), secret };
+    return { key: toKey(row), secret };
   }
 
   async list(): Promise<ApiKey[]> {
-    const { rows } = await this.pool.query<Row>('SELECT * FROM api_keys ORDER BY id');
+    const rows = await this.db.selectFrom('api_keys').selectAll().orderBy('id').execute();
     return rows.map(toKey);
   }
 
@@ -143,23 +160,18 @@ export class KeyStore {
     prefix: string,
     change: { disabled?: boolean; expiresAt?: Date | null; allowedEndpoints?: EndpointId[] | null },
   ): Promise<ApiKey | null> {
-    const { rows } = await this.pool.query<Row>(
-      `UPDATE api_keys SET
-         disabled = coalesce($2, disabled),
-         expires_at = CASE WHEN $3 THEN $4 ELSE expires_at END,
-         allowed_endpoints = CASE WHEN $5 THEN $6 ELSE allowed_endpoints END
-       WHERE prefix = $1 RETURNING *`,
-      [
-        prefix,
-        change.disabled ?? null,
-        change.expiresAt !== undefined,
-        change.expiresAt ?? null,
-        change.allowedEndpoints !== undefined,
-        change.allowedEndpoints ?? null,
-      ],
-    );
+    const set = {
+      ...(change.disabled !== undefined ? { disabled: change.disabled } : {}),
+      ...(change.expiresAt !== undefined ? { expires_at: change.expiresAt } : {}),
+      ...(change.allowedEndpoints !== undefined ? { allowed_endpoints: change.allowedEndpoints } : {}),
+    };
+    // Nothing to change is a look-up (an UPDATE needs at least one column).
+    const row =
+      Object.keys(set).length === 0
+        ? await this.db.selectFrom('api_keys').selectAll().where('prefix', '=', prefix).executeTakeFirst()
+        : await this.db.updateTable('api_keys').set(set).where('prefix', '=', prefix).returningAll().executeTakeFirst();
     await this.reload();
-    return rows[0] ? toKey(rows[0]) : null;
+    return row ? toKey(row) : null;
   }
 
   /** The key presented, or why it is refused (every refusal is a 401). */

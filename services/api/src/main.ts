@@ -1,5 +1,4 @@
 /** Wires the API: config → pools, key store, limiter, read model, version listener → Fastify. */
-import { SalesExportCache } from '@skinprices/exports';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
 import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/store';
 import { buildApp } from './app.js';
@@ -70,8 +69,8 @@ const app = buildApp({
   keys,
   limiter,
   read: new ReadModel(readPool),
-  exports: new SalesExportCache(readPool),
   version: (deps) => version.value(deps),
+  derived: { version: () => version.derived(), maxLagMs: config.DERIVED_MAX_LAG_MS },
   logger,
   status: {
     ...DEFAULT_STATUS_OPTIONS,

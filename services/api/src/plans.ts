@@ -1,3 +1,5 @@
+import { getMarket, isMarketSlug } from '@skinprices/domain';
+
 /**
  * Plans and the endpoint catalogue (spec sections 1 and 4). An endpoint id is its method and
  * path template, exactly as a key's `allowed_endpoints` names it.
@@ -35,9 +37,13 @@ export const ENDPOINTS = {
 export type EndpointId = keyof typeof ENDPOINTS;
 export const ENDPOINT_IDS = Object.keys(ENDPOINTS) as EndpointId[];
 
-/** The plan an endpoint needs for a given marketplace (CN-A's float buy orders are enterprise). */
+/**
+ * The plan an endpoint needs for a given marketplace: the marketplace descriptor can raise it
+ * (CN-A's float buy orders list every individual order: enterprise).
+ */
 export function planFor(endpoint: EndpointId, market?: string): Plan {
-  if (endpoint === 'GET /v1/prices/{market}/float-buyorder' && market === 'cn-a') return 'enterprise';
+  if (endpoint === 'GET /v1/prices/{market}/float-buyorder' && isMarketSlug(market))
+    return getMarket(market).floatBuyorderPlan ?? ENDPOINTS[endpoint];
   return ENDPOINTS[endpoint];
 }
 

@@ -1,54 +1,41 @@
 /**
- * Queries of the read model, shaped as the spec's rows (section 2). Decimal values stay strings
- * from PostgreSQL `numeric` to JSON; stattrak/souvenir are 0/1; times are `…sssZ` strings.
+ * Queries of the read model, shaped as the spec's rows (section 2). They read only the views of
+ * the read contract (packages/store read-contract.ts, created by the materializer's migration
+ * 0010), through Kysely typed by it: a column renamed or retyped there fails this file's build.
+ * Decimal values stay strings from PostgreSQL `numeric` to JSON; stattrak/souvenir are 0/1;
+ * times are `…sssZ` strings.
  */
-import { catalogueKey, MARKETS, templateIdFieldName, type MarketSlug, type PhaseOrNone } from '@skinprices/domain';
-import type { Pool } from '@skinprices/store';
+import { catalogueKey, getMarket, MARKETS, type MarketSlug, type PhaseOrNone } from '@skinprices/domain';
+import type { Pool, ReadContractV1 } from '@skinprices/store';
+import { Kysely, PostgresDialect, sql, type Selectable } from 'kysely';
 import { CatalogueShard } from './catalogue.js';
 import { ChangeLog } from './changes/log.js';
+import type {
+  CapPoint,
+  FloatBuyorderRow,
+  FloatRangedRow,
+  HistoryPoint,
+  Sale,
+  StoreRow,
+  Stats,
+} from './routes/schemas.js';
+
+/** The read model as the API may see it. */
+export type ReadDb = Kysely<ReadContractV1>;
+export const readDb = (pool: Pool): ReadDb => new Kysely<ReadContractV1>({ dialect: new PostgresDialect({ pool }) });
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
-/** Marketplaces with daily closes in listing_daily (listing ones and the history-only one). */
+/** Marketplaces with daily closes (listing ones and the history-only one). */
 const DAILY_MARKETS: readonly string[] = MARKETS.filter(
   (m) => m.capabilities.includes('listings') || m.capabilities.includes('history'),
 ).map((m) => m.slug);
 const bit = (b: boolean): 0 | 1 => (b ? 1 : 0);
+const int = (v: string | null): number | null => (v === null ? null : Number(v));
 
-interface ListingRow {
-  id: string;
-  market: string;
-  market_hash_name: string;
-  phase: string;
-  price: string;
-  count: number;
-  exterior: string | null;
-  stattrak: boolean;
-  souvenir: boolean;
-  template_id: string | null;
-  item_page_url: string | null;
-  observed_at: Date;
-  change_24h: string | null;
-  change_7d: string | null;
-  change_30d: string | null;
-  change_90d: string | null;
-  avg_7d: string | null;
-  avg_30d: string | null;
-  avg_90d: string | null;
-  liquidity: string | null;
-  is_outlier: boolean | null;
-  confidence: string | null;
-}
+type ListingRow = Selectable<ReadContractV1['api_listings_v1']>;
+type Level = NonNullable<StoreRow['order_book']>['asks'][number];
 
-const LISTING_SELECT = `
-  SELECT item_id(c.market_hash_name, c.phase) AS id, c.market, c.market_hash_name, c.phase, c.price, c.count,
-         c.exterior, c.stattrak, c.souvenir, c.template_id, c.item_page_url, c.observed_at,
-         c.change_24h, c.change_7d, c.change_30d, c.change_90d, c.avg_7d, c.avg_30d, c.avg_90d,
-         l.score AS liquidity, c.is_outlier, c.confidence
-  FROM listings_current c
-  LEFT JOIN item_liquidity l USING (market_hash_name, phase)
-  WHERE c.price IS NOT NULL`;
-
-const stats = (r: ListingRow) => ({
+const stats = (r: ListingRow): Stats => ({
   change_24h: r.change_24h,
   change_7d: r.change_7d,
   change_30d: r.change_30d,
@@ -58,78 +45,46 @@ const stats = (r: ListingRow) => ({
   avg_90d: r.avg_90d,
 });
 
-/** A row of GET /v1/prices/{market}: 2.3 for CN-A, 2.4 for the others (plus `phase`). */
+/**
+ * A row of GET /v1/prices/{market} in its marketplace's shape (routes/schemas.ts listingRowSchema):
+ * 2.3 for a marketplace with its own template id (CN-A), 2.4 for the others (plus `phase`).
+ */
 function listingRow(r: ListingRow): Record<string, unknown> {
-  if (r.market === 'cn-a')
-    return {
-      id: Number(r.id),
-      market_hash_name: r.market_hash_name,
-      stattrak: bit(r.stattrak),
-      souvenir: bit(r.souvenir),
-      price_rmb: r.price,
-      ...stats(r),
-      count: r.count,
-      phase: r.phase,
-      updated_at: iso(r.observed_at),
-      [templateIdFieldName('cn-a')]: r.template_id === null ? null : Number(r.template_id),
-      liquidity: r.liquidity,
-    };
-  return {
-    id: Number(r.id),
+  const market = getMarket(r.market);
+  const common = {
+    id: int(r.id),
     market_hash_name: r.market_hash_name,
-    item_page_url: r.item_page_url,
     stattrak: bit(r.stattrak),
     souvenir: bit(r.souvenir),
-    exterior: r.exterior,
-    price: r.price,
+    [market.priceField]: r.price,
     ...stats(r),
     count: r.count,
     phase: r.phase,
-    updated_at: iso(r.observed_at),
+    updated_at: r.observed_at.toISOString(),
     liquidity: r.liquidity,
   };
+  if (market.templateIdField) return { ...common, [market.templateIdField]: int(r.template_id) };
+  return { ...common, item_page_url: r.item_page_url, exterior: r.exterior };
 }
 
 /**
  * The outlier guard's verdict (materializer migrations/0007), beyond the spec's fields: whether
  * the price is more than 5× away from every reference, and how far to trust it (0..1).
  */
-const quality = (r: ListingRow) => ({
-  is_outlier: r.is_outlier,
-  confidence: r.confidence === null ? null : r.confidence,
-});
+const quality = (r: ListingRow) => ({ is_outlier: r.is_outlier, confidence: r.confidence });
 
 /** The catalogue item's per-marketplace object (2.6). */
 function catalogueEntry(r: ListingRow): Record<string, unknown> {
   return {
-    [r.market === 'cn-a' ? 'price_rmb' : 'price']: r.price,
+    [getMarket(r.market).priceField]: r.price,
     count: r.count,
     ...stats(r),
     liquidity: r.liquidity,
-    updated_at: iso(r.observed_at),
+    updated_at: r.observed_at.toISOString(),
     phase: r.phase,
     ...quality(r),
   };
 }
-
-/**
- * A point of GET /v1/prices/{market}/history. `price` and `count` are the close and its listing
- * count, as before candles; open, high and low come from every priced observation of the bucket
- * (NULL: none was priced, the history-only marketplace's closes, or a bucket written before
- * candles were recorded). `close` repeats `price` so that a candle reads on its own.
- */
-export interface HistoryPoint {
-  date?: string;
-  time?: string;
-  price: string | null;
-  count: number | null;
-  open: string | null;
-  high: string | null;
-  low: string | null;
-  close: string | null;
-}
-
-type Candle = { open: string | null; high: string | null; low: string | null };
 
 export interface FreshnessRow {
   market: string;
@@ -158,24 +113,34 @@ export interface MaterializerRow {
 }
 
 export class ReadModel {
-  constructor(private readonly pool: Pool) {}
+  private readonly db: ReadDb;
 
-  /** The committed-change log on the same pool (the change feed's reads: changes/log.ts). */
+  constructor(pool: Pool) {
+    this.db = readDb(pool);
+  }
+
+  /** The committed-change log (the change feed's reads: changes/log.ts). */
   changeLog(): ChangeLog {
-    return new ChangeLog(this.pool);
+    return new ChangeLog(this.db);
+  }
+
+  /** Priced listings (a row without a price is an item not listed now). */
+  private listings() {
+    return this.db.selectFrom('api_listings_v1').selectAll().where('price', 'is not', null);
   }
 
   async marketListings(market: MarketSlug): Promise<Record<string, unknown>[]> {
-    const { rows } = await this.pool.query<ListingRow>(
-      `${LISTING_SELECT} AND c.market = $1 ORDER BY c.market_hash_name, c.phase`,
-      [market],
-    );
+    const rows = await this.listings()
+      .where('market', '=', market)
+      .orderBy('market_hash_name')
+      .orderBy('phase')
+      .execute();
     return rows.map(listingRow);
   }
 
   /** The catalogue of one marketplace (2.6), as bytes: key → that marketplace's object. */
   async catalogue(market: MarketSlug): Promise<CatalogueShard> {
-    const { rows } = await this.pool.query<ListingRow>(`${LISTING_SELECT} AND c.market = $1`, [market]);
+    const rows = await this.listings().where('market', '=', market).execute();
     return CatalogueShard.from(
       rows.map((r) => [
         catalogueKey({ marketHashName: r.market_hash_name, phase: r.phase as PhaseOrNone }),
@@ -185,44 +150,37 @@ export class ReadModel {
   }
 
   async search(name: string, markets: readonly string[]): Promise<Record<string, unknown>[]> {
-    const { rows } = await this.pool.query<ListingRow>(
-      `${LISTING_SELECT} AND c.market_hash_name = $1 AND c.market = ANY($2) ORDER BY c.phase, c.market`,
-      [name, markets],
-    );
+    const rows = await this.listings()
+      .where('market_hash_name', '=', name)
+      .where('market', '=', sql<string>`ANY(${[...markets]})`)
+      .orderBy('phase')
+      .orderBy('market')
+      .execute();
     return rows.map((r) => ({ market: r.market, ...listingRow(r), ...quality(r) }));
   }
 
   async buyorders(market: MarketSlug): Promise<Record<string, unknown>[]> {
-    const { rows } = await this.pool.query<{
-      id: string;
-      market_hash_name: string;
-      phase: string;
-      tier: string;
-      price: string | null;
-      blue_price: string | null;
-      count: number;
-      template_id: string | null;
-      type_id: string | null;
-      observed_at: Date;
-    }>(
-      `SELECT item_id(market_hash_name, phase || chr(31) || tier) AS id,
-              market_hash_name, phase, tier, price, blue_price, count, template_id, type_id, observed_at
-       FROM buyorders_current WHERE market = $1 AND (price IS NOT NULL OR blue_price IS NOT NULL)
-       ORDER BY market_hash_name, phase, tier`,
-      [market],
-    );
+    const blue = getMarket(market).blueBuyorderPrice;
+    const rows = await this.db
+      .selectFrom('api_buyorders_v1')
+      .selectAll()
+      .where('market', '=', market)
+      .where((eb) => eb.or([eb('price', 'is not', null), eb('blue_price', 'is not', null)]))
+      .orderBy('market_hash_name')
+      .orderBy('phase')
+      .orderBy('tier')
+      .execute();
     return rows.map((r) => {
       const label = r.tier || r.phase;
-      const name = label ? `${r.market_hash_name} (${label})` : r.market_hash_name;
       return {
-        id: Number(r.id),
-        market_hash_name: name,
-        templateId: r.template_id === null ? null : Number(r.template_id),
+        id: int(r.id),
+        market_hash_name: label ? `${r.market_hash_name} (${label})` : r.market_hash_name,
+        templateId: int(r.template_id),
         buyorder_price: r.price,
-        ...(market === 'cn-a' ? { blue_buyorder_price: r.blue_price } : {}),
+        ...(blue ? { blue_buyorder_price: r.blue_price } : {}),
         phase: label,
-        typeId: r.type_id === null ? null : Number(r.type_id),
-        updated_at: iso(r.observed_at),
+        typeId: int(r.type_id),
+        updated_at: r.observed_at.toISOString(),
         count: r.count,
       };
     });
@@ -230,35 +188,25 @@ export class ReadModel {
 
   async history(market: string, name: string, phase: string, resolution: 'daily' | 'hourly'): Promise<HistoryPoint[]> {
     if (resolution === 'daily') {
-      const { rows } = await this.pool.query<{ day: string; close: string; count: number | null } & Candle>(
-        `SELECT day::text AS day, close, count, open, high, low FROM listing_daily
-         WHERE market = $1 AND market_hash_name = $2 AND phase = $3 ORDER BY day`,
-        [market, name, phase],
-      );
-      return rows.map((r) => ({
-        date: r.day,
-        price: r.close,
-        count: r.count,
-        open: r.open,
-        high: r.high,
-        low: r.low,
-        close: r.close,
-      }));
+      const rows = await this.db
+        .selectFrom('api_daily_v1')
+        .select(['day', 'close', 'count', 'open', 'high', 'low'])
+        .where('market', '=', market)
+        .where('market_hash_name', '=', name)
+        .where('phase', '=', phase)
+        .orderBy('day')
+        .execute();
+      return rows.map(({ day, close, ...r }) => ({ date: day, price: close, ...r, close }));
     }
-    const { rows } = await this.pool.query<{ hour: Date; price: string | null; count: number | null } & Candle>(
-      `SELECT hour, price, count, open, high, low FROM listing_hourly
-       WHERE market = $1 AND market_hash_name = $2 AND phase = $3 ORDER BY hour`,
-      [market, name, phase],
-    );
-    return rows.map((r) => ({
-      time: r.hour.toISOString(),
-      price: r.price,
-      count: r.count,
-      open: r.open,
-      high: r.high,
-      low: r.low,
-      close: r.price,
-    }));
+    const rows = await this.db
+      .selectFrom('api_hourly_v1')
+      .select(['hour', 'price', 'count', 'open', 'high', 'low'])
+      .where('market', '=', market)
+      .where('market_hash_name', '=', name)
+      .where('phase', '=', phase)
+      .orderBy('hour')
+      .execute();
+    return rows.map(({ hour, ...r }) => ({ time: hour.toISOString(), ...r, close: r.price }));
   }
 
   /**
@@ -268,67 +216,73 @@ export class ReadModel {
    * asks it only when it found no points, to tell a typo (404) from a quiet item.
    */
   async knowsItem(name: string): Promise<boolean> {
-    const { rows } = await this.pool.query<{ known: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM listings_current WHERE market_hash_name = $1)
-           OR EXISTS (SELECT 1 FROM item_markets WHERE market_hash_name = $1)
-           OR EXISTS (SELECT 1 FROM listing_daily WHERE market = ANY($2) AND market_hash_name = $1) AS known`,
-      [name, DAILY_MARKETS],
-    );
-    return rows[0]?.known === true;
+    const row = await this.db
+      .selectNoFrom((eb) => [
+        eb
+          .or([
+            eb.exists(eb.selectFrom('api_listings_v1').select('market').where('market_hash_name', '=', name)),
+            eb.exists(eb.selectFrom('api_item_markets_v1').select('market').where('market_hash_name', '=', name)),
+            eb.exists(
+              eb
+                .selectFrom('api_daily_v1')
+                .select('market')
+                .where('market', '=', sql<string>`ANY(${[...DAILY_MARKETS]})`)
+                .where('market_hash_name', '=', name),
+            ),
+          ])
+          .as('known'),
+      ])
+      .executeTakeFirst();
+    return row?.known === true;
   }
 
-  async store(market: string, name?: string): Promise<Record<string, unknown>[]> {
-    const { rows } = await this.pool.query<{
-      market_hash_name: string;
-      phase: string;
-      price: string | null;
-      count: number | null;
-      change_24h: string | null;
-      change_7d: string | null;
-      observed_at: Date | null;
-      asks: unknown;
-      bids: unknown;
-      book_at: Date | null;
-    }>(
-      `SELECT coalesce(c.market_hash_name, b.market_hash_name) AS market_hash_name, coalesce(c.phase, b.phase) AS phase,
-              c.price, c.count, c.change_24h, c.change_7d, c.observed_at, b.asks, b.bids, b.observed_at AS book_at
-       FROM (SELECT * FROM listings_current WHERE market = $1 AND price IS NOT NULL) c
-       FULL JOIN (SELECT * FROM order_book_current WHERE market = $1) b USING (market_hash_name, phase)
-       WHERE $2::text IS NULL OR coalesce(c.market_hash_name, b.market_hash_name) = $2
-       ORDER BY 1, 2`,
-      [market, name ?? null],
-    );
+  async store(market: string, name?: string): Promise<StoreRow[]> {
+    const priced = this.listings().where('market', '=', market);
+    const books = this.db.selectFrom('api_order_books_v1').selectAll().where('market', '=', market);
+    const rows = await this.db
+      .selectFrom(priced.as('c'))
+      .fullJoin(books.as('b'), (j) =>
+        j.onRef('c.market_hash_name', '=', 'b.market_hash_name').onRef('c.phase', '=', 'b.phase'),
+      )
+      .select((eb) => [
+        eb.fn.coalesce('c.market_hash_name', 'b.market_hash_name').as('market_hash_name'),
+        eb.fn.coalesce('c.phase', 'b.phase').as('phase'),
+        'c.price',
+        'c.count',
+        'c.change_24h',
+        'c.change_7d',
+        'c.observed_at',
+        'b.asks',
+        'b.bids',
+        'b.observed_at as book_at',
+      ])
+      .$if(name !== undefined, (q) =>
+        q.where((eb) => eb(eb.fn.coalesce('c.market_hash_name', 'b.market_hash_name'), '=', name as string)),
+      )
+      .orderBy(['market_hash_name', 'phase'])
+      .execute();
     return rows.map((r) => ({
-      market_hash_name: r.market_hash_name,
-      phase: r.phase,
+      market_hash_name: r.market_hash_name as string,
+      phase: r.phase as string,
       price: r.price,
       count: r.count ?? 0,
       change_24h: r.change_24h,
       change_7d: r.change_7d,
       updated_at: iso(r.observed_at ?? r.book_at),
-      order_book: r.asks === null ? null : { asks: r.asks, bids: r.bids, updated_at: iso(r.book_at) },
+      order_book:
+        r.asks === null
+          ? null
+          : { asks: r.asks as Level[], bids: (r.bids ?? []) as Level[], updated_at: iso(r.book_at) },
     }));
   }
 
-  async floatRanged(market?: string): Promise<Record<string, unknown>[]> {
-    const { rows } = await this.pool.query<{
-      market: string;
-      market_hash_name: string;
-      phase: string;
-      float_min: string;
-      float_max: string;
-      first_price: string | null;
-      fifth_price: string | null;
-      count: number;
-      phase_labels: Record<string, string>;
-      observed_at: Date;
-    }>(
-      `SELECT market, market_hash_name, phase, float_min::text, float_max::text, first_price, fifth_price, count,
-              phase_labels, observed_at
-       FROM float_ranged_current WHERE $1::text IS NULL OR market = $1
-       ORDER BY market, market_hash_name, phase, float_min`,
-      [market ?? null],
-    );
+  async floatRanged(market?: string): Promise<FloatRangedRow[]> {
+    const rows = await this.db
+      .selectFrom('api_float_ranged_v1')
+      .selectAll()
+      .$if(market !== undefined, (q) => q.where('market', '=', market as string))
+      .orderBy(['market', 'market_hash_name', 'phase', 'float_min'])
+      .execute();
     return rows.map((r) => ({
       market: r.market,
       market_hash_name: r.market_hash_name,
@@ -337,30 +291,29 @@ export class ReadModel {
       first_price: r.first_price,
       fifth_price: r.fifth_price,
       count: r.count,
-      phase_labels: r.phase_labels,
-      updated_at: iso(r.observed_at),
+      phase_labels: r.phase_labels as Record<string, string>,
+      updated_at: r.observed_at.toISOString(),
     }));
   }
 
-  async floatBuyorders(market: string, name?: string, float?: string): Promise<Record<string, unknown>[]> {
-    const { rows } = await this.pool.query<{
-      order_id: string;
-      market_hash_name: string;
-      phase: string;
-      price: string;
-      quantity: number;
-      float_min: string | null;
-      float_max: string | null;
-      condition: string | null;
-      observed_at: Date;
-    }>(
-      `SELECT order_id, market_hash_name, phase, price, quantity, float_min::text, float_max::text, condition, observed_at
-       FROM float_buyorders_current
-       WHERE market = $1 AND ($2::text IS NULL OR market_hash_name = $2)
-         AND ($3::numeric IS NULL OR (float_min <= $3 AND (float_max IS NULL OR $3 < float_max)))
-       ORDER BY market_hash_name, phase, price DESC, order_id`,
-      [market, name ?? null, float ?? null],
-    );
+  async floatBuyorders(market: string, name?: string, float?: string): Promise<FloatBuyorderRow[]> {
+    const rows = await this.db
+      .selectFrom('api_float_buyorders_v1')
+      .selectAll()
+      .where('market', '=', market)
+      .$if(name !== undefined, (q) => q.where('market_hash_name', '=', name as string))
+      .$if(float !== undefined, (q) =>
+        q.where((eb) =>
+          eb.and([
+            eb('float_min', '<=', sql<string>`${float}::numeric`),
+            eb.or([eb('float_max', 'is', null), eb('float_max', '>', sql<string>`${float}::numeric`)]),
+          ]),
+        ),
+      )
+      .orderBy(['market_hash_name', 'phase'])
+      .orderBy('price', 'desc')
+      .orderBy('order_id')
+      .execute();
     return rows.map((r) => ({
       order_id: r.order_id,
       market_hash_name: r.market_hash_name,
@@ -369,41 +322,37 @@ export class ReadModel {
       quantity: r.quantity,
       float_range: { min: r.float_min, max: r.float_max },
       condition: r.condition,
-      updated_at: iso(r.observed_at),
+      updated_at: r.observed_at.toISOString(),
     }));
   }
 
-  async sales(name: string, since: Date, until: Date, markets: readonly string[]): Promise<Record<string, unknown>[]> {
-    const { rows } = await this.pool.query<{
-      market: string;
-      sale_id: string;
-      market_hash_name: string;
-      phase: string;
-      currency: string;
-      price: string;
-      sold_at: Date;
-      float_value: string | null;
-      paint_index: number | null;
-      paint_seed: number | null;
-      stickers: unknown[];
-      charms: unknown[];
-    }>(
-      `SELECT market, sale_id, market_hash_name, phase, currency, price, sold_at, float_value::text, paint_index,
-              paint_seed, stickers, charms
-       FROM sales WHERE market_hash_name = $1 AND sold_at >= $2 AND sold_at < $3 AND market = ANY($4)
-       ORDER BY sold_at DESC, market, sale_id`,
-      [name, since, until, markets],
-    );
-    // Charms are "keychains" to users (the spec and the export name them so).
-    return rows.map(({ charms, sold_at, ...r }) => ({ ...r, sold_at: sold_at.toISOString(), keychains: charms }));
+  async sales(name: string, since: Date, until: Date, markets: readonly string[]): Promise<Sale[]> {
+    const rows = await this.db
+      .selectFrom('api_sales_v1')
+      .selectAll()
+      .where('market_hash_name', '=', name)
+      .where('sold_at', '>=', since)
+      .where('sold_at', '<', until)
+      .where('market', '=', sql<string>`ANY(${[...markets]})`)
+      .orderBy('sold_at', 'desc')
+      .orderBy(['market', 'sale_id'])
+      .execute();
+    return rows.map((r) => ({
+      ...r,
+      sold_at: r.sold_at.toISOString(),
+      stickers: r.stickers as Sale['stickers'],
+      keychains: r.keychains as Sale['keychains'],
+    }));
   }
 
-  async marketCap(resolution: 'daily' | 'hourly', since: Date): Promise<Record<string, unknown>[]> {
+  async marketCap(resolution: 'daily' | 'hourly', since: Date): Promise<CapPoint[]> {
     if (resolution === 'hourly') {
-      const { rows } = await this.pool.query<{ hour: Date; market_cap: string; items: number; cleaned: boolean }>(
-        'SELECT hour, market_cap, items, cleaned FROM market_cap_hourly WHERE hour >= $1 ORDER BY hour',
-        [since],
-      );
+      const rows = await this.db
+        .selectFrom('api_market_cap_hourly_v1')
+        .selectAll()
+        .where('hour', '>=', since)
+        .orderBy('hour')
+        .execute();
       return rows.map((r) => ({
         time: r.hour.toISOString(),
         market_cap_rmb: r.market_cap,
@@ -411,50 +360,76 @@ export class ReadModel {
         cleaned: r.cleaned,
       }));
     }
-    const { rows } = await this.pool.query<{ day: string; market_cap: string; items: number; cleaned: boolean }>(
-      `SELECT day::text AS day, market_cap, items, cleaned FROM market_cap_daily
-       WHERE day >= ($1::timestamptz AT TIME ZONE 'UTC')::date ORDER BY day`,
-      [since],
-    );
+    const rows = await this.db
+      .selectFrom('api_market_cap_daily_v1')
+      .selectAll()
+      // Days are 'YYYY-MM-DD' text in the contract: text order is date order.
+      .where('day', '>=', since.toISOString().slice(0, 10))
+      .orderBy('day')
+      .execute();
     return rows.map((r) => ({ date: r.day, market_cap_rmb: r.market_cap, items: r.items, cleaned: r.cleaned }));
   }
 
   /** The read model's clock: the data's "now" (a simulator may run accelerated). */
   async clock(): Promise<Date | null> {
-    const { rows } = await this.pool.query<{ now: Date }>('SELECT now FROM read_model_clock');
-    return rows[0]?.now ?? null;
+    const row = await this.db.selectFrom('api_clock_v1').select('now').executeTakeFirst();
+    return row?.now ?? null;
   }
 
   async freshness(): Promise<FreshnessRow[]> {
-    const { rows } = await this.pool.query<FreshnessRow>(
-      `SELECT market, kind, last_outcome, last_finished_at, last_complete_at, consecutive_failed,
-              last_applied_at, last_complete_applied_at
-       FROM market_freshness ORDER BY market, kind`,
-    );
-    return rows;
+    return this.db
+      .selectFrom('api_freshness_v1')
+      .select([
+        'market',
+        'kind',
+        'last_outcome',
+        'last_finished_at',
+        'last_complete_at',
+        'consecutive_failed',
+        'last_applied_at',
+        'last_complete_applied_at',
+      ])
+      .orderBy(['market', 'kind'])
+      .execute();
   }
 
   /** The database's clock: every wall time of the status tables was written with it. */
   async dbNow(): Promise<Date> {
-    const { rows } = await this.pool.query<{ now: Date }>('SELECT now()');
-    return (rows[0] as { now: Date }).now;
+    const row = await this.db.selectNoFrom(sql<Date>`now()`.as('now')).executeTakeFirstOrThrow();
+    return row.now;
   }
 
   /** Every materializer process's heartbeat row (see the materializer's migration 0003). */
   async materializers(): Promise<MaterializerRow[]> {
-    const { rows } = await this.pool.query<MaterializerRow>(
-      `SELECT member_id, group_id, host, pid, state, started_at, heartbeat_at, last_batch_at, lag::text AS lag
-       FROM materializer_heartbeat ORDER BY group_id, member_id`,
-    );
-    return rows;
+    return this.db.selectFrom('api_materializers_v1').selectAll().orderBy(['group_id', 'member_id']).execute();
+  }
+
+  /**
+   * The newest 24 h sales export the materializer built (packages/exports: the materializer owns
+   * building and storing them; the API only serves).
+   */
+  async latestExport(): Promise<{ windowStart: Date; windowEnd: Date; bytes: Buffer } | null> {
+    const row = await this.db
+      .selectFrom('api_sales_exports_v1')
+      .select(['window_start', 'window_end', 'bytes'])
+      .orderBy('window_end', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row ? { windowStart: row.window_start, windowEnd: row.window_end, bytes: row.bytes } : null;
   }
 
   /** Dead letters per topic and reason. */
   async deadLetters(): Promise<{ topic: string; reason: string; count: number; last_at: Date }[]> {
-    const { rows } = await this.pool.query<{ topic: string; reason: string; count: number; last_at: Date }>(
-      `SELECT topic, reason, count(*)::int AS count, max(received_at) AS last_at
-       FROM dead_letters GROUP BY topic, reason ORDER BY topic, reason`,
-    );
-    return rows;
+    return this.db
+      .selectFrom('api_dead_letters_v1')
+      .select((eb) => [
+        'topic',
+        'reason',
+        sql<number>`count(*)::int`.as('count'),
+        eb.fn.max('received_at').as('last_at'),
+      ])
+      .groupBy(['topic', 'reason'])
+      .orderBy(['topic', 'reason'])
+      .execute();
   }
 }

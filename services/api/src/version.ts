@@ -7,7 +7,7 @@
  *   connecting ──▶ listening ──(connection lost)──▶ backoff ──▶ connecting      stop() ──▶ stopped
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '@skinprices/runtime';
+import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Pool, PoolClient } from '@skinprices/store';
 
 export type ListenerState = 'connecting' | 'listening' | 'backoff' | 'stopped';
@@ -55,6 +55,9 @@ export class PgNotifications {
   }
 
   private async run(): Promise<void> {
+    // Reconnects wait longer while PostgreSQL stays away (every API process reconnects at once
+    // after a restart; the jitter spreads them); a session that reached `listening` starts over.
+    const backoff = new Backoff({ baseMs: 500, maxMs: 10_000 });
     while (!this.stopCtl.signal.aborted) {
       try {
         this.state = 'connecting';
@@ -72,6 +75,7 @@ export class PgNotifications {
           await this.client.query(`LISTEN ${channel}`);
         for (const s of this.subscriptions) s.onNotify();
         this.state = 'listening';
+        backoff.reset();
         this.onListening(true);
         await lost;
       } catch (err) {
@@ -83,7 +87,7 @@ export class PgNotifications {
       }
       if (this.stopCtl.signal.aborted) break;
       this.state = 'backoff';
-      await sleep(1_000, undefined, { signal: this.stopCtl.signal }).catch(() => undefined);
+      await sleep(backoff.next(), undefined, { signal: this.stopCtl.signal }).catch(() => undefined);
     }
   }
 
@@ -97,15 +101,22 @@ export class PgNotifications {
 /**
  * The read model's version as this process knows it, per tag (`listing:cn-a`, `buyorder:cn-b`, …:
  * what a materializer commit touched, named in its NOTIFY) plus a global part bumped by untagged
- * notifications, by `derived` (cycle markers: removals, liquidity, statistics, market cap touch
- * rows of every list), on every (re)connection of the listener, and every `fallbackMs` (5 min)
- * as a last resort. A body depends on some tags; it is rebuilt only when one of them (or the global
+ * notifications, on every (re)connection of the listener, and every `fallbackMs` (5 min) as a
+ * last resort. A body depends on some tags; it is rebuilt only when one of them (or the global
  * part) moved, so a batch of one marketplace no longer rebuilds the megabytes of all the others.
+ *
+ * `derived` (what every applied cycle marker recomputes: statistics, liquidity, market cap, the
+ * clock; rows of every list, slowly moving) is counted apart (`derived()`): caches let it lag by
+ * seconds (VersionedCache's derived age), because a derive transaction commits every few seconds
+ * under load, and rebuilding every list each time (33k rows: about a CPU-second each) kept the
+ * API saturated and price changes waiting behind the rebuilds (issue 12's freshness). The rows a
+ * marker removed come with their own tags, so removals are as prompt as ingest's changes.
  */
 export class ReadModelVersion {
   private global = 0;
   private readonly tags = new Map<string, number>();
   private all = 0;
+  private derivedCount = 0;
   private readonly tick: NodeJS.Timeout;
 
   constructor(fallbackMs = 300_000) {
@@ -124,14 +135,23 @@ export class ReadModelVersion {
     return v;
   }
 
-  /** A commit touched `tags` (undefined or containing `derived`: possibly everything). */
+  /** How often derived values moved (see the class comment). */
+  derived(): number {
+    return this.derivedCount;
+  }
+
+  /** A commit touched `tags` (undefined: possibly everything; `derived`: the derived values). */
   bump(tags?: readonly string[]): void {
-    this.all++;
-    if (!tags || tags.includes('derived')) {
+    if (!tags) {
+      this.all++;
       this.global++;
       return;
     }
-    for (const t of tags) this.tags.set(t, (this.tags.get(t) ?? 0) + 1);
+    for (const t of tags) {
+      if (t === 'derived') this.derivedCount++;
+      else this.tags.set(t, (this.tags.get(t) ?? 0) + 1);
+    }
+    if (tags.some((t) => t !== 'derived')) this.all++;
   }
 
   stop(): void {

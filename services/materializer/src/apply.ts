@@ -19,6 +19,7 @@
  * another cluster stops the materializer here too, inside the lock, so a second process pointed
  * at another cluster cannot skip records between the start-up check and its first batch.
  */
+import { DATA_KIND_NAMES, DATA_KINDS, kindOfEvent, readTag } from '@skinprices/domain';
 import type { ConsumedBatch, DecodedMessage, PollCycleEvent } from '@skinprices/events';
 import type { PoolClient } from '@skinprices/store';
 import { applyBooks, type BookKind } from './books.js';
@@ -29,14 +30,9 @@ import { applyIsolating, failureMessage, sqlState } from './poison.js';
 
 export type MaterializedKind = 'listing' | 'pollCycle' | BookKind;
 
+/** The events the materializer consumes: every data kind's (the descriptor's), and the cycle markers. */
 export const MATERIALIZED_KINDS: readonly MaterializedKind[] = [
-  'listing',
-  'buyorder',
-  'floatRanged',
-  'floatBuyorder',
-  'sale',
-  'orderBook',
-  'historyPoint',
+  ...DATA_KIND_NAMES.map((k): MaterializedKind => DATA_KINDS[k].event),
   'pollCycle',
 ];
 
@@ -157,9 +153,11 @@ export async function applyBatch(
     // what it touched: `<kind>:<market>` per marketplace of the applied records (the derive path
     // sends `derived` for what markers change: deriver.ts).
     const tags = new Set<string>();
-    if (kind !== 'pollCycle' && result.applied > 0) {
+    const dataKind = kindOfEvent(kind);
+    if (dataKind !== undefined && result.applied > 0) {
       const poisoned = new Set(poisonedRecords);
-      for (const m of goodRecords) if (!poisoned.has(m)) tags.add(`${kind}:${(m.value as { market: string }).market}`);
+      for (const m of goodRecords)
+        if (!poisoned.has(m)) tags.add(readTag(dataKind, (m.value as { market: string }).market));
     }
     if (tags.size > 0)
       await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema() || chr(9) || $1)`, [

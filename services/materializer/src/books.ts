@@ -18,7 +18,7 @@ import type {
   OrderBookEvent,
   SaleEvent,
 } from '@skinprices/events';
-import { DAY_MS } from '@skinprices/domain';
+import { DATA_KINDS, DAY_MS, marketItemKey, type DataEventKind } from '@skinprices/domain';
 import type { CopyValue, PoolClient } from '@skinprices/store';
 import { refreshStats } from './derived.js';
 import { setExcluded, stage } from './stage.js';
@@ -83,7 +83,7 @@ const BUYORDERS_COLUMNS = [
 ] as const;
 
 const BUYORDERS: Spec<BuyOrderEvent> = {
-  table: 'buyorders_current',
+  table: DATA_KINDS.BUYORDERS.table,
   columns: BUYORDERS_COLUMNS,
   key: ['market', 'market_hash_name', 'phase', 'tier'],
   // A plain row has no tier: '' (the key column cannot be NULL).
@@ -91,7 +91,7 @@ const BUYORDERS: Spec<BuyOrderEvent> = {
 };
 
 const FLOAT_RANGED: Spec<FloatRangedEvent> = {
-  table: 'float_ranged_current',
+  table: DATA_KINDS.FLOAT_RANGED.table,
   columns: [
     'market',
     'market_hash_name',
@@ -110,7 +110,7 @@ const FLOAT_RANGED: Spec<FloatRangedEvent> = {
 };
 
 const FLOAT_BUYORDERS: Spec<FloatBuyOrderEvent> = {
-  table: 'float_buyorders_current',
+  table: DATA_KINDS.FLOAT_BUYORDERS.table,
   columns: [
     'market',
     'order_id',
@@ -129,7 +129,7 @@ const FLOAT_BUYORDERS: Spec<FloatBuyOrderEvent> = {
 };
 
 const ORDER_BOOK: Spec<OrderBookEvent> = {
-  table: 'order_book_current',
+  table: DATA_KINDS.ORDER_BOOK.table,
   columns: ['market', 'market_hash_name', 'phase', 'currency', 'asks', 'bids', 'observed_at', 'cycle_id'],
   key: ['market', 'market_hash_name', 'phase'],
 };
@@ -140,7 +140,7 @@ const ORDER_BOOK: Spec<OrderBookEvent> = {
  * close. Updates touch only the columns below, so they stay NULL.
  */
 const HISTORY: Spec<HistoryPointEvent> = {
-  table: 'listing_daily',
+  table: DATA_KINDS.HISTORY.table,
   columns: ['market', 'market_hash_name', 'phase', 'day', 'close', 'count', 'observed_at'],
   key: ['market', 'market_hash_name', 'phase', 'day'],
   row: (e) => [
@@ -180,7 +180,7 @@ async function insertSales(client: PoolClient, messages: readonly DecodedMessage
     messages.map((m) => [...byColumns<SaleEvent>(SALE_COLUMNS)(m.value as SaleEvent), m.offset]),
   );
   await client.query(`
-    INSERT INTO sales (${SALE_COLUMNS.join(', ')})
+    INSERT INTO ${DATA_KINDS.SALES.table} (${SALE_COLUMNS.join(', ')})
     SELECT DISTINCT ON (market, sale_id) ${SALE_COLUMNS.join(', ')} FROM ${staged}
     ORDER BY market, sale_id, kafka_offset
     ON CONFLICT (market, sale_id) DO NOTHING`);
@@ -196,7 +196,7 @@ async function restateStats(client: PoolClient, messages: readonly DecodedMessag
   const first = new Map<string, { market: string; name: string; phase: string; day: number }>();
   for (const m of messages) {
     const e = m.value as HistoryPointEvent;
-    const k = `${e.market}\u0000${e.market_hash_name}\u0000${e.phase}`;
+    const k = marketItemKey(e.market, e.market_hash_name, e.phase);
     const cur = first.get(k);
     if (!cur || e.day < cur.day)
       first.set(k, { market: e.market, name: e.market_hash_name, phase: e.phase, day: e.day });
@@ -216,7 +216,8 @@ async function restateStats(client: PoolClient, messages: readonly DecodedMessag
   );
 }
 
-export type BookKind = 'buyorder' | 'floatRanged' | 'floatBuyorder' | 'orderBook' | 'sale' | 'historyPoint';
+/** The data kinds' events other than listings (listings.ts): each written by its own function below. */
+export type BookKind = Exclude<DataEventKind, 'listing'>;
 
 export async function applyBooks(
   client: PoolClient,
@@ -244,10 +245,3 @@ export async function applyBooks(
       return insertSales(client, messages as DecodedMessage<'sale'>[]);
   }
 }
-
-/** Snapshot tables per data kind: what a COMPLETE cycle did not see is gone. */
-export const SNAPSHOT_TABLES: Readonly<Record<string, string>> = {
-  FLOAT_RANGED: 'float_ranged_current',
-  FLOAT_BUYORDERS: 'float_buyorders_current',
-  ORDER_BOOK: 'order_book_current',
-};

@@ -33,7 +33,9 @@ export const materializerConfigSchema = z.object({
     .describe('replay only: swap the rebuilt schema in (false: leave it as <schema>_rebuild to compare)'),
   EXPORT_CHECK_INTERVAL_MS: intFromEnv(1_000, 3_600_000)
     .default(60_000)
-    .describe('how often to check whether the data covers a new day for the daily sales export'),
+    .describe(
+      'how often to check whether the data covers a new day (daily sales export) or the rolling export aged past an hour',
+    ),
   CONSUME_CONCURRENCY: intFromEnv(1, 32)
     .default(3)
     .describe('partitions applied at once, each in its own transaction (DB_POOL_SIZE must exceed it by 4)'),

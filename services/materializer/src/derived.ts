@@ -12,7 +12,7 @@
  * Each is NULL without its inputs. Statistics only read closed days, so they change once a day
  * (or when a late close arrives), while changes follow every price update.
  */
-import { DAY_MS, MARKETS, startOfUtcDay } from '@skinprices/domain';
+import { DAY_MS, MARKET_CAP_MARKET, MARKETS, startOfUtcDay } from '@skinprices/domain';
 import type { PoolClient } from '@skinprices/store';
 import { hourPartitionName } from './partitions.js';
 
@@ -124,11 +124,17 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<v
   );
 }
 
-/** The marketplace the market-cap index is computed over, and its cleaning bounds. */
-export const MARKET_CAP = { market: 'cn-a', maxPrice: '1000000', minCount: 2, lookbackHours: 6 } as const;
+/** The marketplace the market-cap index is computed over (the descriptor's), and its cleaning bounds. */
+export const MARKET_CAP = {
+  market: MARKET_CAP_MARKET.slug,
+  maxPrice: '1000000',
+  minCount: 2,
+  lookbackHours: 6,
+} as const;
 /** The outlier guard's peers of the market cap: the other marketplaces of its currency. */
 export const MARKET_CAP_PEERS: readonly string[] = MARKETS.filter(
-  (m) => m.currency === 'CNY' && m.slug !== MARKET_CAP.market && m.capabilities.includes('listings'),
+  (m) =>
+    m.currency === MARKET_CAP_MARKET.currency && m.slug !== MARKET_CAP.market && m.capabilities.includes('listings'),
 ).map((m) => m.slug);
 
 /**

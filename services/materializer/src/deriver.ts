@@ -30,7 +30,7 @@
  * lock on listing_hourly, which every ingest batch writes, and must never hold them up.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '@skinprices/runtime';
+import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Pool, PoolClient } from '@skinprices/store';
 import { dropOldHourPartitions } from './derived.js';
 import { applyReadyMarkers } from './markers.js';
@@ -65,8 +65,8 @@ export class Deriver {
   private running: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly listeners = new Set<(r: DeriveReport) => void>();
-  /** Failures in a row (backs the timer off while PostgreSQL is away). */
-  private failures = 0;
+  /** Failed derive transactions in a row: a short pause each, so a persistent failure does not spin. */
+  private readonly failures = new Backoff({ baseMs: 200, maxMs: 5_000 });
 
   constructor(
     private readonly options: DeriverOptions,
@@ -120,12 +120,12 @@ export class Deriver {
         try {
           // Markers applied: others may have become ready meanwhile, look again at once.
           while ((await this.deriveOnce(false)) > 0 && this.state === 'deriving');
-          this.failures = 0;
+          this.failures.reset();
         } catch (err) {
-          this.failures++;
-          this.deps.logger.warn({ err, failures: this.failures }, 'derive transaction failed; retrying');
+          const wait = this.failures.next();
+          this.deps.logger.warn({ err, failures: this.failures.attempts }, 'derive transaction failed; retrying');
           // The timer pokes again; a short pause keeps a persistent failure from spinning.
-          await sleep(Math.min(5_000, 100 * 2 ** Math.min(this.failures, 6)));
+          await sleep(wait);
         }
       }
     } finally {
@@ -173,14 +173,19 @@ export class Deriver {
             return 0;
           }
         }
+        const touched = new Set<string>();
         markers = await applyReadyMarkers(client, this.options.groupId, {
           outbox: this.options.outbox ?? true,
           logger: this.deps.logger,
+          touched,
         });
-        // Readers hear of it when, and only if, it commits: removals, liquidity, statistics and
-        // the market cap touch every list.
+        // Readers hear of it when, and only if, it commits: `derived` for what every marker
+        // recomputes (statistics, liquidity, market cap, the clock: every list, slowly moving),
+        // and the tags of the lists whose rows the markers removed (price changes, like ingest's).
         if (markers.length > 0)
-          await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema() || chr(9) || 'derived')`);
+          await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema() || chr(9) || $1)`, [
+            ['derived', ...touched].join(','),
+          ]);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);

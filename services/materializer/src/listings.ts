@@ -3,7 +3,7 @@
  * item_markets and the change outbox; and history.v1's imported hourly candles into the same
  * candle tables.
  */
-import { DAY_MS, startOfUtcDay } from '@skinprices/domain';
+import { DAY_MS, marketItemKey, startOfUtcDay } from '@skinprices/domain';
 import type { DecodedMessage, HistoryPointEvent, ListingEvent } from '@skinprices/events';
 import type { CopyValue, PoolClient } from '@skinprices/store';
 import { setExcluded, stage } from './stage.js';
@@ -326,7 +326,7 @@ export async function writeImportedHours(
   for (const m of messages) {
     const e = m.value as HistoryPointEvent;
     for (const h of e.hours ?? []) {
-      const bucket = `${e.market}\u0000${e.market_hash_name}\u0000${e.phase}\u0000${h.hour}`;
+      const bucket = `${marketItemKey(e.market, e.market_hash_name, e.phase)}\u0000${h.hour}`;
       if (buckets.has(bucket)) repeated = true;
       else buckets.add(bucket);
       const open = new Date(h.hour);

@@ -75,10 +75,11 @@ if (config.PUBLISH_CHANGES) {
   outbox.start();
   shutdown.register('outbox', () => outbox.stop());
 }
-// The daily 24 h sales export (the API builds fresher ones on demand through the same cache).
+// The sales exports: the daily one, and the rolling last 24 hours the API serves (at most an hour
+// old, checked every EXPORT_CHECK_INTERVAL_MS). The API only reads what this stores.
 const exports = new DailyExportScheduler(new SalesExportCache(pool), {
   intervalMs: config.EXPORT_CHECK_INTERVAL_MS,
-  onError: (err) => logger.warn({ err }, 'daily sales export failed; retrying on the next check'),
+  onError: (err) => logger.warn({ err }, 'sales export failed; retrying on the next check'),
 });
 exports.start();
 shutdown.register('daily-export', () => exports.stop());

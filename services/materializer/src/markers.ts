@@ -21,10 +21,17 @@
  * is applied as PARTIAL — freshness only, no price touched — and a warning is logged. The
  * decision reads the marker alone, so a replay decides the same.
  */
+import {
+  cycleRemovesUnseen,
+  DATA_KINDS,
+  isDataKind,
+  readTag,
+  type DataKind,
+  type DataKindInfo,
+} from '@skinprices/domain';
 import type { PollCycleEvent } from '@skinprices/events';
 import type { Logger } from '@skinprices/runtime';
 import type { PoolClient } from '@skinprices/store';
-import { SNAPSHOT_TABLES } from './books.js';
 import { advanceClock, refreshLiquidity, refreshMarketCap, rollStatsForward } from './derived.js';
 import { ensureHourPartitions } from './partitions.js';
 
@@ -38,6 +45,12 @@ export interface MarkerOptions {
   outbox: boolean;
   /** Hears every COMPLETE marker applied as PARTIAL, and why. @default none */
   logger?: Pick<Logger, 'warn'>;
+  /**
+   * Collects the read tags (`listing:cn-a`, …: readTag) of the rows a COMPLETE marker removed or
+   * cleared: price changes readers must see as soon as this commits, unlike the slower-moving
+   * statistics, liquidity and market cap every marker recomputes. @default none
+   */
+  touched?: Set<string>;
 }
 
 export async function storeMarkers(client: PoolClient, markers: readonly PollCycleEvent[]): Promise<void> {
@@ -88,9 +101,7 @@ export interface MarkerClaims {
 
 /** Whether applying the marker as COMPLETE removes what the cycle did not see. */
 export function completeRemoves(m: Pick<MarkerClaims, 'kind' | 'mode'>): boolean {
-  return (
-    ((m.kind === 'LISTINGS' || m.kind === 'BUYORDERS') && m.mode === 'FULL') || SNAPSHOT_TABLES[m.kind] !== undefined
-  );
+  return isDataKind(m.kind) && (m.mode === 'FULL' || m.mode === 'DELTA') && cycleRemovesUnseen(m.kind, m.mode);
 }
 
 /**
@@ -205,22 +216,39 @@ async function updateFreshness(client: PoolClient, m: PollCycleRow): Promise<voi
 
 async function applyComplete(client: PoolClient, m: PollCycleRow, options: MarkerOptions): Promise<void> {
   if (m.kind === 'LISTINGS') {
-    if (m.mode === 'FULL') await nullVanishedListings(client, m, options);
+    // Listings are more than a table: their removals enter the hourly history and the outbox.
+    if (m.mode === 'FULL' && (await nullVanishedListings(client, m, options)) > 0)
+      options.touched?.add(readTag(m.kind, m.market));
     // The cycle vouches for every row of the market up to its end: statistics enter its day.
     await rollStatsForward(client, m.market, m.finished_at);
-  } else if (m.kind === 'BUYORDERS' && m.mode === 'FULL') {
-    await client.query(
-      `UPDATE buyorders_current SET price = NULL, blue_price = NULL, count = 0, observed_at = $2, cycle_id = $3
-       WHERE market = $1 AND ${NOT_SEEN} AND (price IS NOT NULL OR blue_price IS NOT NULL OR count > 0)`,
-      [m.market, m.finished_at, m.cycle_id],
-    );
-  } else if (SNAPSHOT_TABLES[m.kind]) {
-    await client.query(`DELETE FROM ${SNAPSHOT_TABLES[m.kind]} WHERE market = $1 AND ${NOT_SEEN}`, [
-      m.market,
-      m.finished_at,
-      m.cycle_id,
-    ]);
+    return;
   }
+  if (!isDataKind(m.kind) || !cycleRemovesUnseen(m.kind, m.mode === 'FULL' ? 'FULL' : 'DELTA')) return;
+  const { table, cleared }: DataKindInfo = DATA_KINDS[m.kind];
+  const touched = (r: { rowCount: number | null }) => {
+    if ((r.rowCount ?? 0) > 0) options.touched?.add(readTag(m.kind as DataKind, m.market));
+  };
+  if (cleared === undefined) {
+    touched(
+      await client.query(`DELETE FROM ${table} WHERE market = $1 AND ${NOT_SEEN}`, [
+        m.market,
+        m.finished_at,
+        m.cycle_id,
+      ]),
+    );
+    return;
+  }
+  // A delta kind's full cycle: what it did not see is gone; its row says so with the `cleared`
+  // values (a price is NULL, never zero), stamped by this cycle.
+  const fields = Object.entries(cleared);
+  const set = fields.map(([f, v]) => `${f} = ${v === null ? 'NULL' : v}`).join(', ');
+  const stillSet = fields.map(([f, v]) => (v === null ? `${f} IS NOT NULL` : `${f} <> ${v}`)).join(' OR ');
+  touched(
+    await client.query(
+      `UPDATE ${table} SET ${set}, observed_at = $2, cycle_id = $3 WHERE market = $1 AND ${NOT_SEEN} AND (${stillSet})`,
+      [m.market, m.finished_at, m.cycle_id],
+    ),
+  );
 }
 
 /**
@@ -228,7 +256,8 @@ async function applyComplete(client: PoolClient, m: PollCycleRow, options: Marke
  * observed before the cycle started) has no listing any more. The hourly history records the
  * disappearance too, and the change goes to the outbox like any other.
  */
-async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options: MarkerOptions): Promise<void> {
+/** Returns how many listings it nulled. */
+async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options: MarkerOptions): Promise<number> {
   const gone = `
     UPDATE listings_current c SET price = NULL, count = 0, observed_at = $2, cycle_id = $3,
       change_24h = NULL, change_7d = NULL, change_30d = NULL, change_90d = NULL, is_outlier = NULL, confidence = NULL
@@ -237,7 +266,7 @@ async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options
       AND old.market = c.market AND old.market_hash_name = c.market_hash_name AND old.phase = c.phase
     RETURNING c.market, c.market_hash_name, c.phase, c.currency, old.price AS old_price, old.count AS old_count`;
   await ensureHourPartitions(client, [m.finished_at.getTime()]);
-  await client.query(
+  const { rows } = await client.query<{ n: number }>(
     `WITH gone AS (${gone}),
      hist AS (
        INSERT INTO listing_hourly (market, market_hash_name, phase, hour, price, count, observed_at)
@@ -245,11 +274,15 @@ async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options
        ON CONFLICT (market, market_hash_name, phase, hour) DO UPDATE SET
          price = NULL, count = 0, observed_at = excluded.observed_at
        WHERE excluded.observed_at > listing_hourly.observed_at
+     ),
+     changes AS (
+       INSERT INTO price_change_outbox (market, market_hash_name, phase, currency, old_price, new_price, old_count, new_count, observed_at)
+       SELECT market, market_hash_name, phase, currency, old_price, NULL, old_count, 0, $2 FROM gone WHERE $4
      )
-     INSERT INTO price_change_outbox (market, market_hash_name, phase, currency, old_price, new_price, old_count, new_count, observed_at)
-     SELECT market, market_hash_name, phase, currency, old_price, NULL, old_count, 0, $2 FROM gone WHERE $4`,
+     SELECT count(*)::int AS n FROM gone`,
     [m.market, m.finished_at, m.cycle_id, options.outbox],
   );
+  return rows[0]?.n ?? 0;
 }
 
 /**

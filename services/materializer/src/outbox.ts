@@ -16,7 +16,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { topicFor, type EventProducer, type EventSerde } from '@skinprices/events';
-import type { Logger } from '@skinprices/runtime';
+import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Pool } from '@skinprices/store';
 import type { MaterializerMetrics } from './metrics.js';
 
@@ -87,7 +87,7 @@ export class OutboxPublisher {
   private lastPrune = 0;
 
   private async run(): Promise<void> {
-    let backoff = 250;
+    const backoff = new Backoff({ baseMs: 250, maxMs: 10_000 });
     while (!this.stopCtl.signal.aborted) {
       try {
         this.state = 'publishing';
@@ -96,7 +96,7 @@ export class OutboxPublisher {
           this.lastPrune = Date.now();
         }
         const n = await this.publishOnce();
-        backoff = 250;
+        backoff.reset();
         this.state = 'idle';
         if (n === this.options.batchSize) continue;
         await sleep(this.options.intervalMs, undefined, { signal: this.stopCtl.signal });
@@ -104,8 +104,7 @@ export class OutboxPublisher {
         if (this.stopCtl.signal.aborted) break;
         this.state = 'backoff';
         this.deps.logger.warn({ err }, 'outbox publish failed; backing off');
-        backoff = Math.min(10_000, backoff * 2);
-        await sleep(backoff, undefined, { signal: this.stopCtl.signal }).catch(() => undefined);
+        await sleep(backoff.next(), undefined, { signal: this.stopCtl.signal }).catch(() => undefined);
       }
     }
   }

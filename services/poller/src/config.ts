@@ -1,4 +1,12 @@
-import { MARKET_SLUGS, UPSTREAM_FORMATS, getMarket, type Market } from '@skinprices/domain';
+import {
+  DATA_KINDS,
+  getMarket,
+  isMarketSlug,
+  kindOfCapability,
+  UPSTREAM_FORMATS,
+  type Market,
+  type MarketSlug,
+} from '@skinprices/domain';
 import type { Kind } from '@skinprices/marketplaces';
 import { commonEnv, intFromEnv } from '@skinprices/runtime';
 import { z } from 'zod';
@@ -7,7 +15,11 @@ const ms = (def: number) => intFromEnv(0, 7 * 24 * 3_600_000).default(def);
 
 export const pollerConfigSchema = z.object({
   ...commonEnv,
-  MARKET: z.enum(MARKET_SLUGS).describe('the marketplace this process polls'),
+  MARKET: z
+    .string()
+    .refine(isMarketSlug, 'a marketplace of the descriptor (built in, or added by SKINPRICES_EXTRA_MARKETS)')
+    .transform((s) => s as MarketSlug)
+    .describe('the marketplace this process polls'),
   UPSTREAM_BASE_URL: z.url().describe("base URL of the marketplace's API (the simulator's port for it)"),
   UPSTREAM_FORMAT: z
     .enum(UPSTREAM_FORMATS)
@@ -66,22 +78,18 @@ export function marketFor(c: PollerConfig): Market {
   return c.UPSTREAM_FORMAT ? { ...market, upstreamFormat: c.UPSTREAM_FORMAT } : market;
 }
 
-/** Per-kind intervals: config overrides where given, else the registry's refresh intervals. */
+/**
+ * Per-kind intervals of the kinds the marketplace offers: the kind's override variable
+ * (descriptor's `pollOverride`) where set, else the registry's refresh interval.
+ */
 export function intervalsFor(market: Market, c: PollerConfig): Partial<Record<Kind, number>> {
-  const r = market.refresh;
-  const pick = (override: number, def: number | undefined): number | undefined => (override > 0 ? override : def);
   const out: Partial<Record<Kind, number>> = {};
-  const set = (kind: Kind, v: number | undefined, capability: boolean) => {
-    if (capability && v !== undefined) out[kind] = v;
-  };
-  const has = (c2: string) => market.capabilities.includes(c2 as Market['capabilities'][number]);
-  set('LISTINGS', pick(c.POLL_LISTINGS_MS, r.listingsMs), has('listings'));
-  set('BUYORDERS', pick(c.POLL_BUYORDERS_MS, r.buyordersMs), has('buyorders'));
-  set('FLOAT_RANGED', pick(c.POLL_FLOAT_MS, r.floatRangedMs), has('floatRanged'));
-  set('FLOAT_BUYORDERS', pick(c.POLL_FLOAT_MS, r.floatBuyordersMs), has('floatBuyorders'));
-  set('SALES', pick(c.POLL_SALES_MS, r.salesMs), has('sales'));
-  set('ORDER_BOOK', pick(c.POLL_ORDER_BOOK_MS, r.orderBookMs), has('orderBook'));
-  set('HISTORY', pick(c.POLL_HISTORY_MS, r.historyMs), has('history'));
+  for (const capability of market.capabilities) {
+    const kind = kindOfCapability(capability);
+    const { pollOverride, refresh } = DATA_KINDS[kind];
+    const v = c[pollOverride] > 0 ? c[pollOverride] : market.refresh[refresh];
+    if (v !== undefined) out[kind] = v;
+  }
   return out;
 }
 

@@ -3,4 +3,4 @@ export { Poller, type CycleResult, type JobState, type PollerDeps, type PollerOp
 export { PollerMetrics } from './metrics.js';
 export { intervalsFor, pollerConfigSchema, type PollerConfig } from './config.js';
 export { CircuitBreaker, TokenBucket, withRetry } from './resilience.js';
-export { EVENT_OF } from './events.js';
+export { eventOf } from './events.js';

@@ -16,7 +16,7 @@
  * says COMPLETE only with the data topic's end offsets attached (cycle-end.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AppError, DAY_MS, type Capability, type Market } from '@skinprices/domain';
+import { AppError, DAY_MS, kindOfCapability, type Market } from '@skinprices/domain';
 import {
   topicFor,
   type EventKind,
@@ -35,24 +35,14 @@ import {
   type RowMap,
   type UpstreamClient,
 } from '@skinprices/marketplaces';
-import type { Logger } from '@skinprices/runtime';
+import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Admin, RecordMetadata } from 'kafkajs';
 import { aheadOne } from './ahead.js';
 import { cycleOutcome, endOffsetsFrom, removalsAllowed, type EndOffsets } from './cycle-end.js';
-import { DATA_KIND, DELTA_KINDS, EVENT_OF, removalOf, rowKey, toEvent } from './events.js';
+import { eventOf, isDeltaKind, removalOf, rowKey, toEvent } from './events.js';
 import { HistoryCursor, type HistoryWork } from './history-cursor.js';
 import type { PollerMetrics } from './metrics.js';
 import { CircuitBreaker, TokenBucket, withRetry } from './resilience.js';
-
-const CAPABILITY_KIND: Record<Capability, Kind> = {
-  listings: 'LISTINGS',
-  buyorders: 'BUYORDERS',
-  floatRanged: 'FLOAT_RANGED',
-  floatBuyorders: 'FLOAT_BUYORDERS',
-  sales: 'SALES',
-  orderBook: 'ORDER_BOOK',
-  history: 'HISTORY',
-};
 
 export type JobState = 'idle' | 'polling' | 'waiting' | 'cooling' | 'stopping' | 'stopped';
 
@@ -154,7 +144,7 @@ export class Poller {
   ) {
     this.adapter = deps.adapter ?? adapterFor(options.market.upstreamFormat);
     // A kind runs only where the marketplace offers it (registry) and its format can fetch it.
-    const offered = new Set(options.market.capabilities.map((c) => CAPABILITY_KIND[c]));
+    const offered = new Set(options.market.capabilities.map(kindOfCapability));
     const kinds = (Object.keys(options.intervals) as Kind[]).filter(
       (k) => this.adapter.kinds.includes(k) && offered.has(k),
     );
@@ -285,7 +275,7 @@ export class Poller {
     const labels = { market: market.slug, kind };
     if (!client.hasClock)
       await client.syncClock().catch((err: unknown) => logger.warn({ err }, 'upstream clock unknown'));
-    const delta = DELTA_KINDS.has(kind);
+    const delta = isDeltaKind(kind);
     const startedAt = client.upstreamNow();
     // The first cycle of each upstream day is FULL too: every item then has an observation, and so
     // a daily close, every day, however rarely its price moves (statistics read daily closes).
@@ -418,7 +408,7 @@ export class Poller {
     if (full && outcome === 'COMPLETE') job.fullDay = day;
     const marker: PollCycleEvent = {
       market: market.slug,
-      kind: DATA_KIND[kind],
+      kind,
       cycle_id: cycleId,
       mode: full ? 'FULL' : 'DELTA',
       started_at: startedAt,
@@ -479,7 +469,7 @@ export class Poller {
   private readonly codecs = new Map<string, Promise<TopicCodec<EventKind>>>();
 
   private codec(kind: Kind | 'MARKER'): Promise<TopicCodec<EventKind>> {
-    const eventKind: EventKind = kind === 'MARKER' ? 'pollCycle' : EVENT_OF[kind];
+    const eventKind: EventKind = kind === 'MARKER' ? 'pollCycle' : eventOf(kind);
     const topic = `${topicFor(eventKind).name}${this.options.topicSuffix}`;
     let c = this.codecs.get(topic);
     if (!c) {
@@ -501,9 +491,9 @@ export class Poller {
     attempts: number,
   ): Promise<EndOffsets> {
     let last: EndOffsets = { ok: false, reason: 'not fetched', offsets: [] };
+    const backoff = new Backoff({ baseMs: this.options.backoffBaseMs, maxMs: this.options.backoffMaxMs });
     for (let attempt = 1; attempt <= attempts; attempt++) {
-      if (attempt > 1)
-        await sleep(Math.min(this.options.backoffMaxMs, this.options.backoffBaseMs * 2 ** (attempt - 2)));
+      if (attempt > 1) await sleep(backoff.next());
       try {
         last = endOffsetsFrom(await this.deps.admin.fetchTopicOffsets(topic), produced);
       } catch (err) {
@@ -517,13 +507,15 @@ export class Poller {
 
   private async sendMarker(marker: PollCycleEvent): Promise<void> {
     const codec = (await this.codec('MARKER')) as TopicCodec<'pollCycle'>;
-    for (let attempt = 1; ; attempt++) {
+    // kafkajs retried each send already; these attempts outlast a broker's leader election.
+    const backoff = new Backoff({ baseMs: 500, maxMs: 4_000 });
+    for (;;) {
       try {
         await this.deps.producer.send(codec, [marker]);
         return;
       } catch (err) {
-        if (attempt >= 5) throw err;
-        await sleep(500 * attempt);
+        if (backoff.attempts >= 4) throw err;
+        await sleep(backoff.next());
       }
     }
   }

@@ -5,7 +5,7 @@
 import type * as timersPromises from 'node:timers/promises';
 import { AppError } from '@skinprices/domain';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { backoffMs, CircuitBreaker, TokenBucket, withRetry } from './resilience.js';
+import { CircuitBreaker, TokenBucket, withRetry } from './resilience.js';
 
 // resilience.ts sleeps with node:timers/promises' setTimeout, which vitest's fake clock does not
 // replace (it fakes the global timers only), so those sleeps would stay real. Route them through
@@ -88,15 +88,6 @@ describe('withRetry', () => {
     expect(calls).toBe(2);
     expect(await result).toBe(1);
     expect(waits).toEqual([120]);
-  });
-});
-
-describe('backoffMs', () => {
-  it('stays under an exponential ceiling capped at max', () => {
-    expect(backoffMs(1, 100, 10_000, () => 0.999)).toBeLessThan(100);
-    expect(backoffMs(4, 100, 10_000, () => 0.999)).toBeLessThan(800);
-    expect(backoffMs(20, 100, 10_000, () => 0.999)).toBeLessThan(10_000);
-    expect(backoffMs(3, 100, 10_000, () => 0)).toBe(0);
   });
 });
 

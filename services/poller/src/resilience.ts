@@ -5,6 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AppError, isRetryable } from '@skinprices/domain';
+import { backoffMs } from '@skinprices/runtime';
 
 /**
  * A token bucket for one upstream: `burst` requests at once, then `perSecond` sustained (which
@@ -62,11 +63,6 @@ export interface RetryOptions {
   onRetry?: (err: AppError, attempt: number, waitMs: number) => void;
 }
 
-/** Backoff before retry `attempt` (1-based): full jitter over an exponential ceiling. */
-export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
-  return Math.floor(random() * Math.min(maxMs, baseMs * 2 ** (attempt - 1)));
-}
-
 export async function withRetry<T>(fn: () => Promise<T>, o: RetryOptions): Promise<T> {
   const random = o.random ?? Math.random;
   for (let attempt = 0; ; attempt++) {
@@ -77,7 +73,7 @@ export async function withRetry<T>(fn: () => Promise<T>, o: RetryOptions): Promi
       if (!isRetryable(err) || attempt >= o.retries || o.signal?.aborted) throw err;
       const e = err as AppError;
       const retryAfter = e.details.retryAfterMs;
-      let wait = backoffMs(attempt + 1, o.baseMs, o.maxMs, random);
+      let wait = backoffMs(attempt + 1, { baseMs: o.baseMs, maxMs: o.maxMs }, random);
       if (retryAfter === undefined && e.code === 'upstream_rate_limited' && o.bare429Ms !== undefined) {
         // A bare 429 (Steam): the ban lasts about this long whatever we do; every job waits it out.
         o.limiter.pauseUntil(Date.now() + o.bare429Ms);

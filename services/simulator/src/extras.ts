@@ -4,7 +4,7 @@
  * plausible (bids below asks, low floats dearer, sales near the listing price).
  */
 import type { Exterior, MarketSlug, PhaseOrNone } from '@skinprices/domain';
-import { DAY_MS } from '@skinprices/domain';
+import { DAY_MS, getMarket } from '@skinprices/domain';
 import type { CatalogueItem } from './catalogue.js';
 import { BUCKET_MS, marketIndex, type MarketModel } from './model.js';
 import { PURPOSE, unit } from './noise.js';
@@ -170,11 +170,19 @@ export class Extras {
       const g = item.phase === '' ? null : (general.get(item.marketHashName) ?? null);
       const priceMinor = own.minor === null ? g : g === null ? own.minor : Math.max(own.minor, g);
       const blue =
-        market === 'cn-a' && priceMinor !== null && unit(this.seed, PURPOSE.blue, item.index) < 0.2
+        getMarket(market).blueBuyorderPrice === true &&
+        priceMinor !== null &&
+        unit(this.seed, PURPOSE.blue, item.index) < 0.2
           ? scale(priceMinor, 1.03)
           : null;
       out.push({ item, tier: null, priceMinor, blueMinor: blue, count: own.count });
-      if (market === 'cn-b' && item.phase === '' && TIER_FINISHES.test(item.marketHashName) && own.minor !== null) {
+      // The goods-pages format quotes pattern tiers as rows of their own.
+      if (
+        getMarket(market).upstreamFormat === 'goods-pages' &&
+        item.phase === '' &&
+        TIER_FINISHES.test(item.marketHashName) &&
+        own.minor !== null
+      ) {
         TIERS.forEach((tier, i) => {
           const u = unit(this.seed, PURPOSE.bid, item.index, m, 100 + i);
           out.push({
@@ -244,9 +252,9 @@ export class Extras {
           orderId: `${market}-fbo-${item.index}-${k}`,
           priceMinor: scale(bid, 1.1 + 0.15 * (n - k)),
           quantity: 1 + (k % 2),
-          // CN-A orders name any float window; CN-B orders are per marketplace range.
+          // goods-cursor orders name any float window; goods-pages orders are per marketplace range.
           floatMin: min,
-          floatMax: market === 'cn-a' ? floatIn(min, max, 0.5) : max,
+          floatMax: getMarket(market).upstreamFormat === 'goods-cursor' ? floatIn(min, max, 0.5) : max,
           condition: fade,
         });
       }

@@ -9,7 +9,7 @@
  * it wanders like a random walk yet is computable for any moment in O(1).
  */
 import type { Currency, MarketSlug, PhaseOrNone } from '@skinprices/domain';
-import { MARKET_SLUGS, getMarket } from '@skinprices/domain';
+import { getMarket, identityKey, marketItemKey, MARKETS } from '@skinprices/domain';
 import type { CatalogueItem } from './catalogue.js';
 import { PURPOSE, unit, valueNoise } from './noise.js';
 
@@ -27,7 +27,10 @@ interface Profile {
   depth: number;
 }
 
-const PROFILES: Record<MarketSlug, Profile> = {
+/** A marketplace the descriptor gains by configuration, without a profile of its own here. */
+const DEFAULT_PROFILE: Profile = { coverage: 0.6, depth: 0.5 };
+
+const PROFILES: Partial<Record<MarketSlug, Profile>> = {
   'cn-a': { coverage: 0.97, depth: 1.6 },
   'cn-b': { coverage: 0.93, depth: 1.3 },
   'cn-c': { coverage: 0.75, depth: 0.6 },
@@ -68,10 +71,10 @@ export interface ListingTruth {
   count: number;
 }
 
-export const marketIndex = (slug: MarketSlug): number => MARKET_SLUGS.indexOf(slug);
+export const marketIndex = (slug: MarketSlug): number => MARKETS.findIndex((m) => m.slug === slug);
 
 export function overrideKey(market: string, name: string, phase: PhaseOrNone | string): string {
-  return `${market}\u0000${name}\u0000${phase}`;
+  return marketItemKey(market, name, phase);
 }
 
 /** Integer minor units → fixed-point string with 2 decimals ("12345" → "123.45"). */
@@ -95,7 +98,7 @@ export class MarketModel {
     readonly catalogue: readonly CatalogueItem[],
     readonly seed: number,
   ) {
-    this.byIdentity = new Map(catalogue.map((i) => [`${i.marketHashName}\u0000${i.phase}`, i]));
+    this.byIdentity = new Map(catalogue.map((i) => [identityKey(i), i]));
     const names = new Map<string, number>();
     for (const i of catalogue) if (!names.has(i.marketHashName)) names.set(i.marketHashName, i.index);
     this.nameIndex = names;
@@ -110,7 +113,10 @@ export class MarketModel {
   listed(item: CatalogueItem, market: MarketSlug): boolean {
     // The first-party store does not tell phases apart, so it cannot list a phase row.
     if (market === 'store' && item.phase !== '') return false;
-    return unit(this.seed, PURPOSE.coverage, item.index, marketIndex(market)) < PROFILES[market].coverage;
+    return (
+      unit(this.seed, PURPOSE.coverage, item.index, marketIndex(market)) <
+      (PROFILES[market] ?? DEFAULT_PROFILE).coverage
+    );
   }
 
   /** The bucket of the last price change at or before bucket `b`. */
@@ -154,7 +160,7 @@ export class MarketModel {
     const c = this.lastChange(item, m, Math.floor(t / BUCKET_MS));
     // Listings appear and vanish: some change points leave an item with none for a while.
     if (unit(this.seed, PURPOSE.vanish, item.index, m, c) < 0.04) return { item, priceMinor: null, count: 0 };
-    const mean = 1 + 40 * this.liquidity(item) * PROFILES[market].depth;
+    const mean = 1 + 40 * this.liquidity(item) * (PROFILES[market] ?? DEFAULT_PROFILE).depth;
     const count = Math.max(1, Math.floor(mean * (0.3 + 1.4 * unit(this.seed, PURPOSE.count, item.index, m, c))));
     return { item, priceMinor: this.priceLevelMinor(item, market, t), count };
   }
@@ -216,6 +222,6 @@ export class MarketModel {
 
   /** Finds a catalogue row by identity. */
   find(marketHashName: string, phase: string): CatalogueItem | undefined {
-    return this.byIdentity.get(`${marketHashName}\u0000${phase}`);
+    return this.byIdentity.get(identityKey({ marketHashName, phase: phase as PhaseOrNone }));
   }
 }

@@ -1,23 +1,12 @@
 /**
- * Reads the materializer's committed-change log (price_change_log, migration 0006 of the
- * materializer): the same changes, in the same order, as price-changes.v1. A cursor names the
- * log (its epoch) and a position in it; see cursor.ts.
+ * Reads the materializer's committed-change log (the read contract's api_price_changes_v1 and
+ * api_price_change_log_v1 views, over migration 0006's tables): the same changes, in the same
+ * order, as price-changes.v1. A cursor names the log (its epoch) and a position in it; see cursor.ts.
  */
-import type { Pool } from '@skinprices/store';
+import type { ReadContractV1 } from '@skinprices/store';
+import { sql, type Kysely, type Selectable } from 'kysely';
 
-export interface ChangeRow {
-  seq: string;
-  market: string;
-  market_hash_name: string;
-  phase: string;
-  currency: string;
-  old_price: string | null;
-  new_price: string | null;
-  old_count: number | null;
-  new_count: number | null;
-  observed_at: Date;
-  changed_at: Date;
-}
+export type ChangeRow = Selectable<ReadContractV1['api_price_changes_v1']>;
 
 export interface LogState {
   epoch: string;
@@ -36,16 +25,24 @@ export interface ChangePage {
 }
 
 export class ChangeLog {
-  constructor(private readonly pool: Pool) {}
+  constructor(private readonly db: Kysely<ReadContractV1>) {}
 
   async state(): Promise<LogState> {
-    const { rows } = await this.pool.query<{ epoch: string; pruned_through: string; head: string }>(
-      `SELECT s.epoch, s.pruned_through::text, coalesce((SELECT max(seq) FROM price_change_log), 0)::text AS head
-       FROM price_change_log_state s`,
-    );
-    const r = rows[0];
-    if (!r) throw new Error('price_change_log_state has no row');
-    return { epoch: r.epoch, prunedThrough: BigInt(r.pruned_through), head: BigInt(r.head) };
+    const r = await this.db
+      .selectFrom('api_price_change_log_v1')
+      .select((eb) => [
+        'epoch',
+        'pruned_through',
+        eb
+          .fn<string>('coalesce', [
+            eb.selectFrom('api_price_changes_v1').select((e) => e.fn.max('seq').as('m')),
+            sql`0`,
+          ])
+          .as('head'),
+      ])
+      .executeTakeFirst();
+    if (!r) throw new Error('the change log has no state row');
+    return { epoch: r.epoch, prunedThrough: BigInt(r.pruned_through), head: BigInt(String(r.head)) };
   }
 
   /**
@@ -56,15 +53,15 @@ export class ChangeLog {
     if (after >= head) return { rows: [], next: after, full: false };
     // seq comes back as a string (pg's int8), exact; casting it in the SELECT list would make
     // ORDER BY seq sort the text ('10' < '9').
-    const { rows } = await this.pool.query<ChangeRow>(
-      `SELECT seq, market, market_hash_name, phase, currency, old_price, new_price, old_count, new_count,
-              observed_at, changed_at
-       FROM price_change_log
-       WHERE seq > $1 AND seq <= $2 AND market = ANY($3)
-       ORDER BY seq
-       LIMIT $4`,
-      [after.toString(), head.toString(), markets, limit],
-    );
+    const rows = await this.db
+      .selectFrom('api_price_changes_v1')
+      .selectAll()
+      .where('seq', '>', after.toString())
+      .where('seq', '<=', head.toString())
+      .where('market', '=', sql<string>`ANY(${[...markets]})`)
+      .orderBy('seq')
+      .limit(limit)
+      .execute();
     const full = rows.length === limit;
     const last = rows.at(-1);
     return { rows, next: full && last ? BigInt(last.seq) : head, full };

@@ -6,19 +6,86 @@
  * cursor sees every change exactly once: none skipped, none twice.
  */
 import { once } from 'node:events';
-import { MARKETS, type MarketSlug } from '@skinprices/domain';
+import { type MarketSlug } from '@skinprices/domain';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { ApiError, badParameter } from '../errors.js';
 import type { ApiKey } from '../keys.js';
-import { optionalInt, parseMarkets } from '../params.js';
+import { parseMarkets } from '../params.js';
+import { marketsQuery } from '../routes/context.js';
+import { LISTING_MARKETS, slugs } from '../routes/exposure.js';
+import { closed, DecOrNull, IntOrNull, keyFields, responses, Ts } from '../routes/schemas.js';
 import { formatCursor, parseCursor, startAfter } from './cursor.js';
 import type { ChangeLog, ChangeRow, LogState } from './log.js';
 import { StreamSlots, type ChangeWaker } from './waker.js';
 
 /** Marketplaces whose listing changes are logged. */
-export const FEED_MARKETS: readonly MarketSlug[] = MARKETS.filter((m) => m.capabilities.includes('listings')).map(
-  (m) => m.slug,
-);
+export const FEED_MARKETS: readonly MarketSlug[] = slugs(LISTING_MARKETS);
+
+/** One committed change of the feed and the stream. */
+const Change = closed({
+  cursor: Type.String({ description: 'opaque; continue after this change with since=<cursor> (or Last-Event-ID)' }),
+  market: Type.String(),
+  market_hash_name: Type.String(),
+  phase: Type.String(),
+  currency: Type.Unsafe<string>({ type: 'string', enum: ['CNY', 'EUR', 'USD'] }),
+  old_price: { ...DecOrNull, description: 'null: the item had no listing (or was new)' },
+  new_price: { ...DecOrNull, description: 'null: the item has no listing any more' },
+  old_count: IntOrNull,
+  new_count: IntOrNull,
+  observed_at: { ...Ts, description: "when the marketplace showed the new state (the upstream's clock)" },
+  changed_at: { ...Ts, description: 'when the read model committed the change' },
+});
+const since = (absent: string) =>
+  Type.Optional(
+    Type.String({
+      description: `${absent}; 'now': only changes from now on; otherwise a cursor from an earlier answer (a cursor older than the log's retention, 7 days by default, or of a rebuilt log is 410 cursor_expired)`,
+    }),
+  );
+const EXPIRED = 'cursor_expired: the cursor is older than the retention, or of a change log rebuilt since';
+type FeedQuery = { since?: string; markets?: string | string[]; limit?: number };
+
+const CHANGES = {
+  summary:
+    'Committed price and count changes in commit order, a page at a time: the same changes as the Kafka topic price-changes.v1. Continue with since=next_cursor; every change is seen exactly once, none is skipped',
+  querystring: Type.Object({
+    since: since('absent: from the oldest change the log keeps'),
+    markets: marketsQuery(LISTING_MARKETS),
+    limit: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1000, default: 500, description: 'changes per page (default 500)' }),
+    ),
+  }),
+  response: responses({
+    ok: closed({
+      data: Type.Array(Change),
+      next_cursor: Type.String({ description: 'where the next page starts (also when this one is empty)' }),
+      has_more: Type.Boolean({ description: 'the page was full: ask again at once' }),
+      ...keyFields,
+    }),
+    more: { 410: EXPIRED },
+  }),
+};
+const STREAM = {
+  summary:
+    "Server-Sent Events of the same changes as GET /v1/prices/changes, live: each event is 'change' with id = the change's cursor and data = the change as JSON. Reconnect with Last-Event-ID (EventSource does) to continue exactly after the last event seen. Comment lines keep an idle stream open; an 'error' event ends it (410 cursor_expired, 503). Open streams per key: pro 2, enterprise 10",
+  querystring: Type.Object({
+    since: since('absent: from now (Last-Event-ID, when sent, wins)'),
+    markets: marketsQuery(LISTING_MARKETS),
+  }),
+  headers: Type.Object({
+    'last-event-id': Type.Optional(Type.String({ description: 'the id of the last event received' })),
+  }),
+  response: responses({
+    ok: Type.String({
+      description: "'id: <cursor>\\nevent: change\\ndata: <change JSON>\\n\\n' per change",
+    }),
+    okType: 'text/event-stream',
+    more: {
+      410: EXPIRED,
+      429: "rate_limited, auth_rate_limited, or too_many_streams: the key has all its plan's streams open",
+    },
+  }),
+};
 
 /** Open streams a key may hold per plan (the stream needs pro). */
 export const STREAMS_PER_KEY: Record<string, number> = { basic: 0, pro: 2, enterprise: 10 };
@@ -59,54 +126,67 @@ function startOf(value: unknown, name: string, log: LogState, absent: bigint): b
 
 export function registerChangeRoutes(app: FastifyInstance, o: ChangeRouteOptions): void {
   const slots = new StreamSlots((plan) => STREAMS_PER_KEY[plan] ?? 0);
-  const q = (req: FastifyRequest) => req.query as Record<string, unknown>;
+  const q = (req: FastifyRequest) => req.query as FeedQuery;
   const key = (req: FastifyRequest) => req.apiKey as ApiKey;
   // preClose, not onClose: the server's close waits for open responses, and a stream never ends
   // by itself, so streams must be ended before it (else shutdown hangs on every open stream).
   app.addHook('preClose', async () => o.waker.closeAll());
 
-  app.get('/v1/prices/changes', { config: { endpoint: 'GET /v1/prices/changes' } }, async (req, reply) => {
-    const markets = parseMarkets(q(req).markets, FEED_MARKETS);
-    const limit = optionalInt(q(req), 'limit') ?? 500;
-    if (limit < 1 || limit > 1000) throw badParameter('limit', 'between 1 and 1000');
-    const log = await o.log.state();
-    // Without a cursor: from the oldest change the log still keeps.
-    const after = startOf(q(req).since, 'since', log, log.prunedThrough);
-    const page = await o.log.page(after, log.head, markets, limit);
-    return reply.header('cache-control', 'no-store').send({
-      data: page.rows.map((r) => changeJson(log.epoch, r)),
-      next_cursor: formatCursor(log.epoch, page.next),
-      has_more: page.full,
-      requestor: key(req).customer,
-      plan: key(req).plan,
-      timestamp: new Date().toISOString(),
-    });
-  });
+  app.get(
+    '/v1/prices/changes',
+    {
+      config: { endpoint: 'GET /v1/prices/changes' },
+      schema: CHANGES,
+    },
+    async (req, reply) => {
+      const markets = parseMarkets(q(req).markets, FEED_MARKETS);
+      const limit = q(req).limit ?? 500;
+      const log = await o.log.state();
+      // Without a cursor: from the oldest change the log still keeps.
+      const after = startOf(q(req).since, 'since', log, log.prunedThrough);
+      const page = await o.log.page(after, log.head, markets, limit);
+      return reply.header('cache-control', 'no-store').send({
+        data: page.rows.map((r) => changeJson(log.epoch, r)),
+        next_cursor: formatCursor(log.epoch, page.next),
+        has_more: page.full,
+        requestor: key(req).customer,
+        plan: key(req).plan,
+        timestamp: new Date().toISOString(),
+      });
+    },
+  );
 
-  app.get('/v1/prices/stream', { config: { endpoint: 'GET /v1/prices/stream' } }, async (req, reply) => {
-    const markets = parseMarkets(q(req).markets, FEED_MARKETS);
-    const log = await o.log.state();
-    // EventSource sends Last-Event-ID on reconnection: it wins over the URL's since.
-    const lastId = req.headers['last-event-id'];
-    const after =
-      typeof lastId === 'string' && lastId.trim() !== ''
-        ? startOf(lastId, 'Last-Event-ID', log, log.head)
-        : startOf(q(req).since, 'since', log, log.head);
-    const k = key(req);
-    if (!slots.take(k.id, k.plan))
-      throw new ApiError(
-        429,
-        'too_many_streams',
-        `this key already has ${STREAMS_PER_KEY[k.plan] ?? 0} open streams (its plan's limit); close one first`,
-        { 'retry-after': '5' },
-      );
-    try {
-      await stream(req, reply, o, { epoch: log.epoch, after, markets });
-    } finally {
-      slots.give(k.id);
-    }
-    return reply;
-  });
+  app.get(
+    '/v1/prices/stream',
+    {
+      config: { endpoint: 'GET /v1/prices/stream' },
+      schema: STREAM,
+    },
+    async (req, reply) => {
+      const markets = parseMarkets(q(req).markets, FEED_MARKETS);
+      const log = await o.log.state();
+      // EventSource sends Last-Event-ID on reconnection: it wins over the URL's since.
+      const lastId = req.headers['last-event-id'];
+      const after =
+        typeof lastId === 'string' && lastId.trim() !== ''
+          ? startOf(lastId, 'Last-Event-ID', log, log.head)
+          : startOf(q(req).since, 'since', log, log.head);
+      const k = key(req);
+      if (!slots.take(k.id, k.plan))
+        throw new ApiError(
+          429,
+          'too_many_streams',
+          `this key already has ${STREAMS_PER_KEY[k.plan] ?? 0} open streams (its plan's limit); close one first`,
+          { 'retry-after': '5' },
+        );
+      try {
+        await stream(req, reply, o, { epoch: log.epoch, after, markets });
+      } finally {
+        slots.give(k.id);
+      }
+      return reply;
+    },
+  );
 }
 
 /** Writes the stream until the client leaves, the server closes, or the log can no longer continue. */

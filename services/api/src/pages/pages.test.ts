@@ -4,7 +4,6 @@
  * escaping. The browser tests against a real pipeline are test/integration/pages.test.ts.
  */
 import { gunzipSync } from 'node:zlib';
-import type { SalesExportCache } from '@skinprices/exports';
 import { createLogger } from '@skinprices/runtime';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,7 +100,6 @@ describe('pages', () => {
       keys: { authenticate: async (s?: string) => (s ? (KEYS[s] ?? 'invalid') : 'missing') } as unknown as KeyStore,
       limiter: new MemoryRateLimiter(),
       read,
-      exports: {} as SalesExportCache,
       version: () => 0,
       logger: createLogger('api', 'silent'),
     });

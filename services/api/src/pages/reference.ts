@@ -153,7 +153,9 @@ export function registerReference(app: FastifyInstance): void {
   const loaded = new Map<string, Promise<Loaded>>();
   const page = referencePage();
 
-  app.get('/docs', async (_req, reply) =>
+  // Documentation routes are not operations of the API: hidden from the document.
+  const hide = { schema: { hide: true } };
+  app.get('/docs', hide, async (_req, reply) =>
     reply
       .type('text/html; charset=utf-8')
       .header('cache-control', 'no-cache')
@@ -163,11 +165,14 @@ export function registerReference(app: FastifyInstance): void {
       .send(page),
   );
 
-  app.get('/docs/plain', async (_req, reply) =>
-    reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(docsPage()),
+  app.get('/docs/plain', hide, async (_req, reply) =>
+    reply
+      .type('text/html; charset=utf-8')
+      .header('cache-control', 'no-cache')
+      .send(docsPage(app.swagger() as Parameters<typeof docsPage>[0])),
   );
 
-  app.get<{ Params: { file: string }; Querystring: { v?: string } }>('/docs/assets/:file', async (req, reply) => {
+  app.get<{ Params: { file: string }; Querystring: { v?: string } }>('/docs/assets/:file', hide, async (req, reply) => {
     const name = req.params.file;
     const spec = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
     if (!spec) throw new ApiError(404, 'not_found', `no such asset: '${name.slice(0, 100)}'`);

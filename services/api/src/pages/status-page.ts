@@ -23,7 +23,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, badParameter } from '../errors.js';
 import type { ApiKey } from '../keys.js';
 import { planFor, planIncludes, type EndpointId } from '../plans.js';
-import type { HistoryPoint, ReadModel } from '../readmodel.js';
+import type { ReadModel } from '../readmodel.js';
+import type { HistoryPoint } from '../routes/schemas.js';
 import { loadStatus, type StatusOptions, type StatusReport } from '../status.js';
 import { html, lineChart, raw, type Html } from './html.js';
 import { FAVICON_URL } from './reference.js';
@@ -331,7 +332,7 @@ function itemSection(item: ItemView): Html {
             ${lineChart(
               h.points
                 .filter((p) => p.price !== null)
-                .map((p) => ({ label: p.date ?? p.time ?? '', value: p.price as string })),
+                .map((p) => ({ label: 'date' in p ? p.date : p.time, value: p.price as string })),
               { unit: getMarket(h.market).currency },
             )}
           </figure>`;
@@ -473,7 +474,7 @@ export function registerStatusPage(app: FastifyInstance, deps: StatusPageDeps): 
 
   app.get(
     '/status',
-    { config: { endpoint: 'GET /v1/status', keyCookie: true }, errorHandler: pageError },
+    { config: { endpoint: 'GET /v1/status', keyCookie: true }, errorHandler: pageError, schema: { hide: true } },
     async (req, reply) => {
       const q = req.query as Record<string, unknown>;
       if (q.key !== undefined)
@@ -508,17 +509,21 @@ export function registerStatusPage(app: FastifyInstance, deps: StatusPageDeps): 
 
   // Sets (or, with an empty key, clears) the cookie, then back to the page: 303, so a reload does
   // not post again. The key is checked by GET /status, with its failed-auth limiting.
-  app.post('/status/key', { config: { formBody: true }, errorHandler: pageError }, async (req, reply) => {
-    if (!sameOrigin(req)) throw new ApiError(400, 'bad_request', 'the key form may only be posted from this site');
-    const b = (req.body ?? {}) as Record<string, unknown>;
-    const key = typeof b.key === 'string' ? b.key.trim() : '';
-    const item = typeof b.item === 'string' ? b.item.trim().slice(0, 300) : '';
-    if (key.length > 200) throw badParameter('key', 'at most 200 characters');
-    return reply
-      .code(303)
-      .header('set-cookie', key ? cookie(req, key, COOKIE_MAX_AGE_S) : cookie(req, '', 0))
-      .header('location', item ? `/status?item=${encodeURIComponent(item)}` : '/status')
-      .header('cache-control', 'no-store')
-      .send();
-  });
+  app.post(
+    '/status/key',
+    { config: { formBody: true }, errorHandler: pageError, schema: { hide: true } },
+    async (req, reply) => {
+      if (!sameOrigin(req)) throw new ApiError(400, 'bad_request', 'the key form may only be posted from this site');
+      const b = (req.body ?? {}) as Record<string, unknown>;
+      const key = typeof b.key === 'string' ? b.key.trim() : '';
+      const item = typeof b.item === 'string' ? b.item.trim().slice(0, 300) : '';
+      if (key.length > 200) throw badParameter('key', 'at most 200 characters');
+      return reply
+        .code(303)
+        .header('set-cookie', key ? cookie(req, key, COOKIE_MAX_AGE_S) : cookie(req, '', 0))
+        .header('location', item ? `/status?item=${encodeURIComponent(item)}` : '/status')
+        .header('cache-control', 'no-store')
+        .send();
+    },
+  );
 }

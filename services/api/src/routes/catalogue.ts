@@ -1,0 +1,121 @@
+/**
+ * The combined catalogue (spec 4.3 GET, 4.4 POST: items keyed by name, then marketplace) and the
+ * cross-marketplace search of one item (4.5). The catalogue is assembled from per-marketplace
+ * shards cached per read-model version; every marketplace (the default) is one combined shard.
+ */
+import type { MarketSlug } from '@skinprices/domain';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { combine, itemsJson } from '../catalogue.js';
+import { parseMarkets } from '../params.js';
+import { marketsQuery, nameQuery, type RouteContext } from './context.js';
+import { CATALOGUE_MARKETS, CATALOGUE_SLUGS, LISTING_MARKETS, slugs } from './exposure.js';
+import { catalogueAnswer, closed, keyFields, oneShapeOf, responses, searchRowSchema } from './schemas.js';
+import { envelopeTail, keyOf, sendBody, sendJson } from './send.js';
+
+const ITEMS_OPEN = Buffer.from('{"items":');
+const SEARCH_SLUGS = slugs(LISTING_MARKETS);
+const Catalogue = catalogueAnswer(CATALOGUE_MARKETS);
+
+type MarketsQuery = { markets?: string | string[] };
+
+const LATEST = {
+  summary:
+    'The whole catalogue: items keyed by market_hash_name (phase items: "<name> (<phase>)"), then by marketplace',
+  querystring: Type.Object({ markets: marketsQuery(CATALOGUE_MARKETS) }),
+  response: responses({ ok: Catalogue, etag: true }),
+};
+const LATEST_POST = {
+  summary: 'The catalogue restricted to at most 100 items',
+  body: Type.Object({
+    items: Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
+      maxItems: 100,
+      description: 'market_hash_name of each item (phase items: "<name> (<phase>)")',
+    }),
+    markets: marketsQuery(CATALOGUE_MARKETS),
+  }),
+  response: responses({ ok: Catalogue, body: true }),
+};
+const SEARCH = {
+  summary: 'One item on every marketplace: one row per marketplace and phase',
+  querystring: Type.Object({ market_hash_name: nameQuery(), markets: marketsQuery(LISTING_MARKETS) }),
+  response: responses({
+    ok: closed({
+      market_hash_name: Type.String(),
+      data: Type.Array(oneShapeOf(LISTING_MARKETS.map(searchRowSchema))),
+      ...keyFields,
+    }),
+  }),
+};
+
+export function registerCatalogueRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  const shardsOf = (markets: readonly MarketSlug[]) =>
+    Promise.all(
+      markets.map(async (market) => ({
+        market,
+        // Fresh: these shards are built into bodies stored under the current version.
+        shard: await ctx.catalogues.fresh(market, () => ctx.read.catalogue(market)),
+      })),
+    );
+  const everyMarket = CATALOGUE_SLUGS.join(',');
+
+  /** The `items` JSON of 4.3/4.4; every marketplace (the default) is served from one combined shard. */
+  async function itemsOf(markets: readonly MarketSlug[], only?: readonly string[], fresh = false): Promise<Buffer> {
+    if (markets.join(',') === everyMarket) {
+      const build = async () => combine(await shardsOf(markets));
+      return itemsJson(await (fresh ? ctx.catalogues.fresh('*', build) : ctx.catalogues.get('*', build)), only);
+    }
+    return itemsJson(combine(await shardsOf(markets), only));
+  }
+
+  app.get<{ Querystring: MarketsQuery }>(
+    '/v1/prices/latest',
+    {
+      config: { endpoint: 'GET /v1/prices/latest' },
+      schema: LATEST,
+    },
+    async (req, reply) => {
+      const markets = parseMarkets(req.query.markets, CATALOGUE_SLUGS);
+      const body = await ctx.bodies.get(`latest:${markets.join(',')}`, async () =>
+        // Fresh shards: this body is stored under the current version (see VersionedCache.fresh).
+        Buffer.concat([ITEMS_OPEN, await itemsOf(markets, undefined, true)]),
+      );
+      return sendBody(req, reply, body, envelopeTail(keyOf(req), undefined, body.builtAt));
+    },
+  );
+
+  app.post<{ Body: { items: string[] } & MarketsQuery }>(
+    '/v1/prices/latest',
+    {
+      config: { endpoint: 'POST /v1/prices/latest' },
+      schema: LATEST_POST,
+    },
+    async (req, reply) => {
+      const markets = parseMarkets(req.body.markets, CATALOGUE_SLUGS);
+      const items = await itemsOf(markets, [...new Set(req.body.items)]);
+      return sendJson(
+        reply,
+        Buffer.concat([ITEMS_OPEN, items, Buffer.from(envelopeTail(keyOf(req), undefined, Date.now()))]),
+      );
+    },
+  );
+
+  app.get<{ Querystring: { market_hash_name: string } & MarketsQuery }>(
+    '/v1/prices/search',
+    {
+      config: { endpoint: 'GET /v1/prices/search' },
+      schema: SEARCH,
+    },
+    async (req, reply) => {
+      const name = req.query.market_hash_name;
+      const markets = parseMarkets(req.query.markets, SEARCH_SLUGS);
+      const data = await ctx.answers.get(`search\u0000${name}\u0000${markets.join(',')}`, () =>
+        ctx.read.search(name, markets),
+      );
+      return sendJson(
+        reply,
+        `{"market_hash_name":${JSON.stringify(name)},"data":${data}${envelopeTail(keyOf(req), undefined, Date.now())}`,
+      );
+    },
+  );
+}

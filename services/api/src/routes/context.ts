@@ -1,0 +1,42 @@
+/**
+ * What the route modules share: the read model, the caches of built bodies and answers, and the
+ * parameter schemas several endpoints take. app.ts builds one per application.
+ */
+import type { Market, MarketSlug } from '@skinprices/domain';
+import { Type, type TSchema } from 'typebox';
+import type { AnswerCache, BodyCache, VersionedCache } from '../bodies.js';
+import type { CatalogueShard } from '../catalogue.js';
+import type { ReadModel } from '../readmodel.js';
+import type { StatusOptions } from '../status.js';
+
+export interface RouteContext {
+  read: ReadModel;
+  /** Bodies of whole lists, rebuilt when the read-model tags they depend on move (bodyDeps). */
+  bodies: BodyCache;
+  /** Small answers (search, history) per request and read-model version. */
+  answers: AnswerCache;
+  /** Per marketplace and for all of them combined ('*'), the catalogue of the current version. */
+  catalogues: VersionedCache<CatalogueShard>;
+  status?: StatusOptions;
+}
+
+/** A path parameter naming one of `markets` (anything else is a 404, see app.ts). */
+export const marketPath = (markets: readonly Market[], description?: string) =>
+  Type.Unsafe<MarketSlug>({
+    type: 'string',
+    enum: markets.map((m) => m.slug),
+    ...(description ? { description } : {}),
+  });
+
+/** `markets`: comma-separated (or repeated) slugs among `markets`; absent means all of them. */
+export const marketsQuery = (markets: readonly Market[]): TSchema =>
+  Type.Optional(
+    Type.Unsafe<string | string[]>({
+      anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
+      description: `comma-separated marketplace slugs among ${markets.map((m) => m.slug).join(', ')} (default: all of them)`,
+    }),
+  );
+
+/** An exact item name. */
+export const nameQuery = (description = 'exact name') =>
+  Type.String({ minLength: 1, maxLength: 300, pattern: '\\S', description });
