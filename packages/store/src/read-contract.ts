@@ -1,6 +1,6 @@
 /**
  * The read contract, version 1: the views of the read model the API may read (created by the
- * materializer's migration 0010_api_read_views_v1.sql), each column with its PostgreSQL type and
+ * materializer's migration 0010_api_read_views_v1.sql, columns added by 0011), each column with its PostgreSQL type and
  * whether it can be NULL. The API's queries are built with Kysely over `ReadContractV1`, the
  * TypeScript form of this table, so a column the API reads that the contract lacks (or reads as
  * the wrong type) fails the build; test/integration/read-contract.test.ts compares this table with
@@ -13,7 +13,7 @@
 
 /** The column types the contract uses (format_type's names, without modifiers; timestamptz abbreviated). */
 export type PgType =
-  'text' | 'text[]' | 'integer' | 'bigint' | 'numeric' | 'boolean' | 'timestamptz' | 'jsonb' | 'bytea';
+  'text' | 'text[]' | 'integer' | 'bigint' | 'numeric' | 'boolean' | 'timestamptz' | 'jsonb' | 'bytea' | 'xid8';
 /** A column as a contract writes it: its type, with `?` when it can be NULL. */
 export type Column = PgType | `${PgType}?`;
 /** Relations (views or tables) → columns → Column. */
@@ -43,6 +43,9 @@ export const READ_CONTRACT_V1 = {
     liquidity: 'numeric?',
     is_outlier: 'boolean?',
     confidence: 'numeric?',
+    /** The transaction that wrote the listing row, and the liquidity row (0011): what changed since a snapshot. */
+    row_xid: 'xid8',
+    liquidity_xid: 'xid8?',
   },
   api_buyorders_v1: {
     market: 'text',
@@ -186,6 +189,7 @@ interface TsOf {
   timestamptz: Date;
   jsonb: unknown;
   bytea: Buffer;
+  xid8: string;
 }
 type ColumnType<C> = C extends `${infer T extends PgType}?` ? TsOf[T] | null : C extends PgType ? TsOf[C] : never;
 

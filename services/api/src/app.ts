@@ -11,6 +11,7 @@ import type { Logger } from '@skinprices/runtime';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { authHook } from './auth.js';
 import { AnswerCache, BodyCache, VersionedCache, type DerivedVersion } from './bodies.js';
+import { ListBodyCache } from './list-body.js';
 import type { CatalogueShard } from './catalogue.js';
 import { ChangeWaker } from './changes/waker.js';
 import {
@@ -234,13 +235,19 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // commit touched those, not on every commit of any one; and when only derived values moved,
   // at most every `derived.maxLagMs`.
   const bodies = new BodyCache((name) => deps.version(bodyDeps(name)), 1_000, deps.derived);
+  // Patched lists follow derived values as promptly as their tags: a patch reads only changed rows.
+  const lists = new ListBodyCache(
+    (name) => deps.version(bodyDeps(name)) + (deps.derived?.version() ?? 0),
+    () => deps.version([]),
+    1_000,
+  );
   const answers = new AnswerCache(() => deps.version(), undefined, deps.derived);
   const catalogues = new VersionedCache<CatalogueShard>(
     (name) => deps.version((name === '*' ? CATALOGUE_SLUGS : [name]).map(listingTag)),
     1_000,
     deps.derived,
   );
-  metrics.watchCaches({ bodies, answers, catalogues });
+  metrics.watchCaches({ bodies, lists, answers, catalogues });
   addRequestHooks(app, deps, metrics);
   addErrorHandlers(app, allowFor, deps.logger);
 
@@ -253,7 +260,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     registerStatusPage(scope, { read: deps.read, status: deps.status });
     registerRoutes(
       scope,
-      { read: deps.read, bodies, answers, catalogues, status: deps.status },
+      { read: deps.read, bodies, lists, answers, catalogues, status: deps.status },
       { log: deps.read.changeLog(), waker: deps.changeWaker ?? new ChangeWaker(), pollMs: deps.changePollMs },
     );
   });

@@ -22,7 +22,7 @@ import { constants, crc32, createInflateRaw, deflateRaw, deflateRawSync, type In
 const deflateRawAsync = promisify(deflateRaw);
 
 /** gzip member header: magic, CM=deflate, no flags, no mtime, XFL 0, OS unknown (RFC 1952 §2.3). */
-const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+export const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
 /** An empty final deflate block (fixed Huffman, end-of-block only): closes a sync-flushed stream. */
 const EMPTY_FINAL_BLOCK = Buffer.from([0x03, 0x00]);
 

@@ -2,6 +2,14 @@
 import { serveMetrics, type MetricsServer } from '@skinprices/runtime';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
+/** A cache's own counters; patched list bodies also count how they were refreshed. */
+interface CacheStats {
+  hits: number;
+  misses: number;
+  patches?: number;
+  rebuilds?: number;
+}
+
 export class ApiMetrics {
   readonly registry = new Registry();
   readonly requests = new Histogram({
@@ -24,7 +32,7 @@ export class ApiMetrics {
     registers: [this.registry],
   });
   /** The caches whose own counters are reported at scrape time (they count without knowing of Prometheus). */
-  private caches: Record<string, { stats: { hits: number; misses: number } }> = {};
+  private caches: Record<string, { stats: CacheStats }> = {};
 
   constructor() {
     const caches = () => this.caches;
@@ -41,9 +49,22 @@ export class ApiMetrics {
         }
       },
     });
+    new Gauge({
+      name: 'api_list_body_refreshes',
+      help: 'Refreshes of patched list bodies since start, by cache and how (patch: the changed rows only; rebuild: every row)',
+      labelNames: ['cache', 'how'],
+      registers: [this.registry],
+      collect() {
+        for (const [name, c] of Object.entries(caches())) {
+          if (c.stats.patches === undefined) continue;
+          this.set({ cache: name, how: 'patch' }, c.stats.patches);
+          this.set({ cache: name, how: 'rebuild' }, c.stats.rebuilds ?? 0);
+        }
+      },
+    });
   }
 
-  watchCaches(caches: Record<string, { stats: { hits: number; misses: number } }>): void {
+  watchCaches(caches: Record<string, { stats: CacheStats }>): void {
     this.caches = caches;
   }
 

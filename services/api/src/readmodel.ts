@@ -5,11 +5,12 @@
  * Decimal values stay strings from PostgreSQL `numeric` to JSON; stattrak/souvenir are 0/1;
  * times are `…sssZ` strings.
  */
-import { catalogueKey, getMarket, MARKETS, type MarketSlug, type PhaseOrNone } from '@skinprices/domain';
+import { catalogueKey, getMarket, identityKey, MARKETS, type MarketSlug, type PhaseOrNone } from '@skinprices/domain';
 import type { Pool, ReadContractV1 } from '@skinprices/store';
 import { Kysely, PostgresDialect, sql, type Selectable } from 'kysely';
 import { CatalogueShard } from './catalogue.js';
 import { ChangeLog } from './changes/log.js';
+import type { RowChange } from './list-body.js';
 import type {
   CapPoint,
   FloatBuyorderRow,
@@ -136,6 +137,38 @@ export class ReadModel {
       .orderBy('phase')
       .execute();
     return rows.map(listingRow);
+  }
+
+  /**
+   * One marketplace's price list for a patched body (list-body.ts): every priced row in list
+   * order, or, `since` a snapshot of an earlier read, the rows written by transactions it did not
+   * see, in the listing row or in the item's liquidity row (JSON null: no longer priced). One
+   * repeatable-read transaction: the snapshot returned is the one the rows were read in.
+   */
+  async listingRows(market: MarketSlug, since?: string): Promise<{ snapshot: string; rows: RowChange[] }> {
+    return this.db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .setAccessMode('read only')
+      .execute(async (trx) => {
+        const snap = await sql<{ snapshot: string }>`SELECT pg_current_snapshot()::text AS snapshot`.execute(trx);
+        const base = trx.selectFrom('api_listings_v1').selectAll().where('market', '=', market);
+        const rows = await (
+          since === undefined
+            ? base.where('price', 'is not', null).orderBy('market_hash_name').orderBy('phase')
+            : base.where(
+                sql<boolean>`(NOT pg_visible_in_snapshot(row_xid, ${since}::pg_snapshot)
+                  OR NOT coalesce(pg_visible_in_snapshot(liquidity_xid, ${since}::pg_snapshot), true))`,
+              )
+        ).execute();
+        return {
+          snapshot: (snap.rows[0] as { snapshot: string }).snapshot,
+          rows: rows.map((r) => ({
+            key: identityKey({ marketHashName: r.market_hash_name, phase: r.phase as PhaseOrNone }),
+            json: r.price === null ? null : JSON.stringify(listingRow(r)),
+          })),
+        };
+      });
   }
 
   /** The catalogue of one marketplace (2.6), as bytes: key → that marketplace's object. */

@@ -34,7 +34,11 @@ const TABLES: Readonly<Record<string, { columns: string; order: string }>> = {
   float_buyorders_current: { columns: '*', order: 'market, order_id' },
   order_book_current: { columns: '*', order: 'market, market_hash_name, phase' },
   sales: { columns: '*', order: 'market, sale_id' },
-  item_liquidity: { columns: '*', order: 'market_hash_name, phase' },
+  // as_of is when the values last changed: the moments the deriver ran, which batching decides.
+  item_liquidity: {
+    columns: 'market_hash_name, phase, listings, sales_7d, best_bid, lowest_ask, score',
+    order: 'market_hash_name, phase',
+  },
   market_cap_hourly: { columns: '*', order: 'hour' },
   market_cap_daily: { columns: '*', order: 'day' },
   read_model_clock: { columns: '*', order: 'id' },

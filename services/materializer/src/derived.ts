@@ -84,10 +84,13 @@ export async function rollStatsForward(client: PoolClient, market: string, now: 
 
 /**
  * Liquidity per item (name + phase) across marketplaces, as of `now`; see the table comment in
- * migrations/0002 for the formula. Replaced wholesale: items that lost every listing drop out.
+ * migrations/0002 for the formula. Merged, not replaced: only rows whose values changed are
+ * written (`as_of` then says when they last changed, migration 0011), and items that lost every
+ * listing drop out. Rewriting all ~35k rows on every applied marker made every row "changed" for
+ * the API's patched list bodies (which read the rows written since their last snapshot) and left
+ * as many dead row versions for autovacuum each time.
  */
 export async function refreshLiquidity(client: PoolClient, now: Date): Promise<void> {
-  await client.query('DELETE FROM item_liquidity');
   await client.query(
     `WITH l AS (
        SELECT market_hash_name, phase,
@@ -112,14 +115,26 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<v
               CASE WHEN b.bid IS NOT NULL AND l.ask IS NOT NULL THEN least(1, b.bid / l.ask) END AS spread
        FROM l LEFT JOIN s USING (market_hash_name, phase) LEFT JOIN b USING (market_hash_name, phase)
        WHERE l.n > 0
+     ),
+     fresh AS (
+       SELECT market_hash_name, phase, n, s7, bid, ask,
+              CASE WHEN velocity IS NULL AND spread IS NULL THEN NULL
+                   ELSE round(100 * (depth + coalesce(velocity, 0) + coalesce(spread, 0))
+                              / (1 + (velocity IS NOT NULL)::int + (spread IS NOT NULL)::int), 2) END AS score
+       FROM parts
+     ),
+     -- Disjoint from the upsert's rows (those are in fresh), so one statement may do both.
+     gone AS (
+       DELETE FROM item_liquidity i
+       WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.market_hash_name = i.market_hash_name AND f.phase = i.phase)
      )
-     INSERT INTO item_liquidity (market_hash_name, phase, listings, sales_7d, best_bid, lowest_ask, score, as_of)
-     SELECT market_hash_name, phase, n, s7, bid, ask,
-            CASE WHEN velocity IS NULL AND spread IS NULL THEN NULL
-                 ELSE round(100 * (depth + coalesce(velocity, 0) + coalesce(spread, 0))
-                            / (1 + (velocity IS NOT NULL)::int + (spread IS NOT NULL)::int), 2) END,
-            $1
-     FROM parts`,
+     INSERT INTO item_liquidity AS i (market_hash_name, phase, listings, sales_7d, best_bid, lowest_ask, score, as_of)
+     SELECT market_hash_name, phase, n, s7, bid, ask, score, $1 FROM fresh
+     ON CONFLICT (market_hash_name, phase) DO UPDATE SET
+       listings = excluded.listings, sales_7d = excluded.sales_7d, best_bid = excluded.best_bid,
+       lowest_ask = excluded.lowest_ask, score = excluded.score, as_of = excluded.as_of
+     WHERE (i.listings, i.sales_7d, i.best_bid, i.lowest_ask, i.score)
+           IS DISTINCT FROM (excluded.listings, excluded.sales_7d, excluded.best_bid, excluded.lowest_ask, excluded.score)`,
     [now],
   );
 }

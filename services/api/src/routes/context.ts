@@ -6,6 +6,7 @@ import type { Market, MarketSlug } from '@skinprices/domain';
 import { Type, type TSchema } from 'typebox';
 import type { AnswerCache, BodyCache, VersionedCache } from '../bodies.js';
 import type { CatalogueShard } from '../catalogue.js';
+import type { ListBodyCache } from '../list-body.js';
 import type { ReadModel } from '../readmodel.js';
 import type { StatusOptions } from '../status.js';
 
@@ -13,6 +14,8 @@ export interface RouteContext {
   read: ReadModel;
   /** Bodies of whole lists, rebuilt when the read-model tags they depend on move (bodyDeps). */
   bodies: BodyCache;
+  /** Whole-list bodies patched with the rows changed since their last read (GET /v1/prices/{market}). */
+  lists: ListBodyCache;
   /** Small answers (search, history) per request and read-model version. */
   answers: AnswerCache;
   /** Per marketplace and for all of them combined ('*'), the catalogue of the current version. */

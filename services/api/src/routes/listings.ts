@@ -6,6 +6,7 @@
 import { getMarket, type MarketSlug } from '@skinprices/domain';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import type { ListRow } from '../list-body.js';
 import { marketPath, nameQuery, type RouteContext } from './context.js';
 import { BUYORDER_MARKETS, FLOAT_BUYORDER_MARKETS, LIST_MARKETS, slugs } from './exposure.js';
 import { buyorderRowSchema, envelope, FloatBuyorderRow, listingRowSchema, oneShapeOf, responses } from './schemas.js';
@@ -29,10 +30,16 @@ export function registerListingRoutes(app: FastifyInstance, ctx: RouteContext): 
     },
     async (req, reply) => {
       const { market } = req.params;
-      const body = await ctx.bodies.get(
-        `prices:${market}`,
-        async () => `{"data":${JSON.stringify(await ctx.read.marketListings(market))}`,
-      );
+      const body = await ctx.lists.get(`prices:${market}`, {
+        full: async () => {
+          const { snapshot, rows } = await ctx.read.listingRows(market);
+          return { snapshot, rows: rows as ListRow[] };
+        },
+        since: async (snapshot) => {
+          const r = await ctx.read.listingRows(market, snapshot);
+          return { snapshot: r.snapshot, changes: r.rows };
+        },
+      });
       return sendBody(req, reply, body, envelopeTail(keyOf(req), getMarket(market).label, body.builtAt));
     },
   );

@@ -1,0 +1,185 @@
+import { crc32, gunzipSync, inflateRawSync } from 'node:zlib';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { inflateHead, tailOf } from './bodies.js';
+import { crc32Combine, ListBodyCache, SegmentedList, type ListRow, type RowChange } from './list-body.js';
+
+const TAIL = ',"requestor":"acme","plan":"pro","timestamp":"2026-01-01T00:00:00.000Z"}';
+
+/** The body as a client decodes it: one gzip member, with its CRC and length checked by zlib. */
+function served(list: SegmentedList): string {
+  const text = gunzipSync(Buffer.concat([list.body.headGzip, tailOf(list.body, TAIL).gzip])).toString();
+  expect(text.endsWith(TAIL)).toBe(true);
+  return text.slice(0, -TAIL.length);
+}
+
+const expected = (rows: readonly ListRow[]) => `{"data":[${rows.map((r) => r.json).join(',')}]`;
+
+const row = (i: number, price = `${i}.25`): ListRow => ({
+  key: `item ${String(i).padStart(6, '0')}`,
+  json: JSON.stringify({ market_hash_name: `item ${i} ★ Ünïcode`, price }),
+});
+
+describe('crc32Combine', () => {
+  it('equals the CRC-32 of the concatenation, for any two byte strings', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 3_000 }), fc.uint8Array({ maxLength: 3_000 }), (a, b) => {
+        const whole = crc32(Buffer.concat([a, b])) >>> 0;
+        expect(crc32Combine(crc32(a), crc32(b), b.length)).toBe(whole);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('holds for lengths beyond 2^31 bits of zeros (a 300 MB piece)', () => {
+    // crc(A‖Z) for a run of zeros Z is computed by zlib over the real bytes once.
+    const zeros = Buffer.alloc(300 * 1024 * 1024);
+    const a = Buffer.from('head');
+    expect(crc32Combine(crc32(a), crc32(zeros), zeros.length)).toBe(crc32(zeros, crc32(a)) >>> 0);
+  });
+});
+
+describe('SegmentedList: a list body patched by segments', () => {
+  it('builds the same JSON a whole serialisation gives, empty and across segment borders', async () => {
+    for (const n of [0, 1, 2, 255, 256, 257, 1_000]) {
+      const rows = Array.from({ length: n }, (_, i) => row(i));
+      const list = await SegmentedList.build(rows);
+      expect(served(list)).toBe(expected(rows));
+      expect(list.body.headLength).toBe(Buffer.byteLength(expected(rows)));
+      expect(list.body.headCrc).toBe(crc32(expected(rows)) >>> 0);
+      // The head alone, inflated for clients without gzip.
+      const plain: Buffer[] = [];
+      for await (const p of inflateHead(list.body)) plain.push(p as Buffer);
+      expect(Buffer.concat(plain).toString()).toBe(expected(rows));
+    }
+  });
+
+  it('a patch gives the body a fresh build of the patched rows gives, whatever the changes', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 700 }),
+        fc.array(fc.tuple(fc.nat(), fc.boolean(), fc.nat({ max: 99 })), { maxLength: 40 }),
+        fc.integer({ min: 2, max: 64 }),
+        async (n, edits, perSegment) => {
+          let rows = Array.from({ length: n }, (_, i) => row(i));
+          const list = await SegmentedList.build(rows, perSegment);
+          const changes: RowChange[] = edits.map(([at, remove, cents]) => {
+            const r = rows[at % n] as ListRow;
+            return { key: r.key, json: remove ? null : row(at % n, `${at}.${cents}`).json };
+          });
+          const ok = await list.patch(changes);
+          // The last change of a key wins, as in the database's row.
+          const last = new Map(changes.map((c) => [c.key, c.json]));
+          const after = rows.flatMap((r) => {
+            const json = last.has(r.key) ? last.get(r.key) : r.json;
+            return json === null || json === undefined ? [] : [{ key: r.key, json }];
+          });
+          if (!ok) {
+            // Refused only when a segment would be left empty; then nothing changed.
+            expect(served(list)).toBe(expected(rows));
+            return;
+          }
+          rows = after;
+          expect(served(list)).toBe(expected(rows));
+          expect(list.size).toBe(rows.length);
+          expect(list.body.headCrc).toBe(crc32(expected(rows)) >>> 0);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('refuses a row it does not hold (its place is the database’s order) and changes nothing', async () => {
+    const rows = Array.from({ length: 10 }, (_, i) => row(i));
+    const list = await SegmentedList.build(rows, 4);
+    const before = list.body;
+    expect(await list.patch([{ key: rows[2]!.key, json: row(2, '1.00').json }, row(99)])).toBe(false);
+    expect(list.body).toBe(before);
+    expect(served(list)).toBe(expected(rows));
+    // Removing what is not listed is already done.
+    expect(await list.patch([{ key: 'absent', json: null }])).toBe(true);
+  });
+
+  it('changes the content hash (the ETag base) with the content, and recompresses only touched segments', async () => {
+    const rows = Array.from({ length: 2_000 }, (_, i) => row(i));
+    const list = await SegmentedList.build(rows);
+    const before = list.body;
+    expect(await list.patch([{ key: rows[1_500]!.key, json: row(1_500, '7.77').json }])).toBe(true);
+    expect(list.body.hash).not.toBe(before.hash);
+    // The compressed bytes before the touched segment are the same bytes.
+    const same = before.headGzip.subarray(0, 2_000);
+    expect(list.body.headGzip.subarray(0, 2_000).equals(same)).toBe(true);
+    expect(inflateRawSync(list.body.headGzip.subarray(10), { finishFlush: 2 }).toString()).toContain('"7.77"');
+  });
+});
+
+describe('ListBodyCache: patch when the tags moved, rebuild when it must', () => {
+  function fixture() {
+    let rows = Array.from({ length: 600 }, (_, i) => row(i));
+    let version = 0;
+    let global = 0;
+    let derived = 0;
+    let snapshots = 0;
+    const log: string[] = [];
+    let pending: RowChange[] = [];
+    const source = {
+      full: async () => {
+        log.push('full');
+        pending = [];
+        return { snapshot: String(++snapshots), rows };
+      },
+      since: async (s: string) => {
+        log.push(`since ${s}`);
+        const changes = pending;
+        pending = [];
+        return { snapshot: String(++snapshots), changes };
+      },
+    };
+    // As app.ts wires it: the derived values' version is part of every list's.
+    const cache = new ListBodyCache(
+      () => version + derived,
+      () => global,
+      0,
+    );
+    return {
+      cache,
+      source,
+      log,
+      change(i: number, price: string | null) {
+        const r = row(i, price ?? undefined);
+        rows = price === null ? rows.filter((x) => x.key !== r.key) : rows.map((x) => (x.key === r.key ? r : x));
+        pending.push({ key: r.key, json: price === null ? null : r.json });
+        version++;
+      },
+      add(i: number) {
+        rows = [...rows, row(i)];
+        pending.push(row(i));
+        version++;
+      },
+      bumpGlobal: () => global++,
+      bumpDerived: () => derived++,
+      rows: () => rows,
+    };
+  }
+
+  const text = (b: { headGzip: Buffer }) => inflateRawSync(b.headGzip.subarray(10), { finishFlush: 2 }).toString();
+
+  it('serves, patches (derived values too), and rebuilds on a new row or an untagged change', async () => {
+    const f = fixture();
+    const get = () => f.cache.get('prices:x', f.source, true);
+    expect(text(await get())).toBe(expected(f.rows()));
+    f.change(3, '9.99');
+    f.change(400, null);
+    expect(text(await get())).toBe(expected(f.rows()));
+    f.add(9_999);
+    expect(text(await get())).toBe(expected(f.rows()));
+    f.bumpGlobal();
+    f.change(5, '1.11');
+    expect(text(await get())).toBe(expected(f.rows()));
+    f.bumpDerived();
+    expect(text(await get())).toBe(expected(f.rows()));
+    expect(text(await get())).toBe(expected(f.rows()));
+    expect(f.log).toEqual(['full', 'since 1', 'since 2', 'full', 'full', 'since 5']);
+    expect(f.cache.stats).toMatchObject({ hits: 1, patches: 2, rebuilds: 3 });
+  });
+});

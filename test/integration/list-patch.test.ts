@@ -1,0 +1,122 @@
+/**
+ * Patched list bodies against real PostgreSQL: "the rows changed since a snapshot" (the read
+ * contract's row_xid, migration 0011) is exact whatever the order in which transactions commit,
+ * and a body kept by patches serves the same bytes as one rebuilt from every row.
+ */
+import { gunzipSync } from 'node:zlib';
+import { ListBodyCache, ReadModel, type ListSource } from '@skinprices/api';
+import { MIGRATIONS_DIR } from '@skinprices/materializer';
+import { migrate, type Pool } from '@skinprices/store';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TestStack } from '../support/stack.js';
+
+const MARKET = 'eu-a';
+const ROWS = 700;
+const name = (i: number) => `Item ${String(i).padStart(4, '0')} | Ünïcode ★`;
+
+describe('patched list bodies over the read model', () => {
+  const stack = new TestStack();
+  let pool: Pool;
+  let read: ReadModel;
+
+  beforeAll(async () => {
+    ({ pool } = await stack.schema());
+    await migrate(pool, MIGRATIONS_DIR);
+    await pool.query(
+      `INSERT INTO listings_current (market, market_hash_name, phase, currency, price, count, observed_at, cycle_id)
+       SELECT $1, $2::text || ' ' || i, '', 'EUR', 10 + i, 1 + i % 7, now(), 'c1' FROM generate_series(0, $3 - 1) i`,
+      [MARKET, 'seed', ROWS],
+    );
+    await pool.query(
+      `UPDATE listings_current SET market_hash_name = $1 || lpad(split_part(market_hash_name, ' ', 2), 4, '0') || ' | Ünïcode ★'`,
+      ['Item '],
+    );
+    read = new ReadModel(pool);
+  });
+  afterAll(() => stack.cleanup());
+
+  const setPrice = (i: number, price: string | null, via: Pool | { query: Pool['query'] } = pool) =>
+    via.query(
+      `UPDATE listings_current SET price = $2, count = CASE WHEN $2::numeric IS NULL THEN 0 ELSE count END, observed_at = now() WHERE market = $3 AND market_hash_name = $1`,
+      [name(i), price, MARKET],
+    );
+  const namesOf = (rows: { key: string }[]) => rows.map((r) => r.key.split('\u0000')[0]).sort();
+
+  it('names exactly the rows committed since a snapshot, also those of a transaction that commits after it', async () => {
+    const first = await read.listingRows(MARKET);
+    expect(first.rows).toHaveLength(ROWS);
+    expect((await read.listingRows(MARKET, first.snapshot)).rows).toEqual([]);
+
+    // A transaction that has written before the next read's snapshot and commits after it.
+    const slow = await pool.connect();
+    try {
+      await slow.query('BEGIN');
+      await setPrice(5, '555.55', slow);
+      await setPrice(7, '777.77');
+      await setPrice(9, null);
+      const second = await read.listingRows(MARKET, first.snapshot);
+      expect(namesOf(second.rows)).toEqual([name(7), name(9)]);
+      expect(second.rows.find((r) => r.key.startsWith(name(9)))?.json).toBeNull();
+      expect(second.rows.find((r) => r.key.startsWith(name(7)))?.json).toContain('"price":"777.77"');
+      await slow.query('COMMIT');
+      // Its xid is older than the second snapshot's newest, but the snapshot did not see it.
+      const third = await read.listingRows(MARKET, second.snapshot);
+      expect(namesOf(third.rows)).toEqual([name(5)]);
+      expect((await read.listingRows(MARKET, third.snapshot)).rows).toEqual([]);
+    } finally {
+      slow.release();
+    }
+    // A liquidity row written (the deriver's merge) changes the listing row the view joins it to.
+    const before = await read.listingRows(MARKET);
+    await pool.query(
+      `INSERT INTO item_liquidity (market_hash_name, phase, listings, score, as_of) VALUES ($1, '', 3, 42.5, now())`,
+      [name(11)],
+    );
+    const liquid = await read.listingRows(MARKET, before.snapshot);
+    expect(namesOf(liquid.rows)).toEqual([name(11)]);
+    expect(liquid.rows[0]?.json).toContain('"liquidity":"42.50"');
+    // Rows frozen by VACUUM keep their old transaction ids: still nothing new.
+    const now = await read.listingRows(MARKET);
+    await pool.query('VACUUM (FREEZE) listings_current');
+    expect((await read.listingRows(MARKET, now.snapshot)).rows).toEqual([]);
+  });
+
+  it('serves, through patches, the bytes a body rebuilt from every row serves', async () => {
+    let version = 0;
+    const cache = new ListBodyCache(
+      () => version,
+      () => 0,
+      0,
+    );
+    const source: ListSource = {
+      full: async () => {
+        const r = await read.listingRows(MARKET);
+        return { snapshot: r.snapshot, rows: r.rows.map((x) => ({ key: x.key, json: x.json as string })) };
+      },
+      since: async (s) => {
+        const r = await read.listingRows(MARKET, s);
+        return { snapshot: r.snapshot, changes: r.rows };
+      },
+    };
+    const served = async () =>
+      gunzipSync((await cache.get(`prices:${MARKET}`, source, true)).headGzip.subarray(0), {
+        finishFlush: 2,
+      }).toString();
+    const whole = async () => `{"data":${JSON.stringify(await read.marketListings(MARKET))}`;
+    expect(await served()).toBe(await whole());
+    for (let round = 0; round < 5; round++) {
+      for (let j = 0; j < 20; j++)
+        await setPrice((round * 97 + j * 31) % ROWS, j % 9 === 0 ? null : `${round + 1}${j}.0${j % 10}`);
+      version++;
+      expect(await served()).toBe(await whole());
+    }
+    expect(cache.stats.patches).toBe(5);
+    expect(cache.stats.rebuilds).toBe(1);
+    // A row priced again is not in the list: a rebuild places it.
+    await setPrice(0, '1.00');
+    await setPrice(9, '9.00');
+    version++;
+    expect(await served()).toBe(await whole());
+    expect(cache.stats.rebuilds).toBe(2);
+  });
+});
