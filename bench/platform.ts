@@ -66,6 +66,8 @@ interface Change {
   price: string;
   setAt: number;
   producedAt?: number;
+  /** When the benchmark first read the new price in the read model's table (polled with the API). */
+  committedAt?: number;
   visibleAt?: number;
   /** Not visible by the round's deadline: visibleAt is then the deadline, a lower bound. */
   missed?: boolean;
@@ -81,6 +83,9 @@ interface Run {
   freshness_cpu_s: Record<string, number>;
   /** Per change; a missed change counts with its deadline as a lower bound. */
   freshness_ms: number[];
+  /** The same changes split: produce → committed in listings_current, and committed → API-visible. */
+  freshness_commit_ms: number[];
+  freshness_serve_ms: number[];
   /** Changes not visible within VISIBLE_WITHIN_MS (their figures are lower bounds). */
   freshness_missed: number;
   /** Changes whose listing event was never seen on the topic (no poll → visible figure). */
@@ -203,6 +208,7 @@ async function platformRun(run: number): Promise<Run> {
     await sleep(2_000); // the group's first fetch position is "latest" as of its first fetch
 
     const changes: Change[] = [];
+    const db = createPool({ databaseUrl, max: 1 });
     const cpuAtFreshness = cpuSeconds(platform.pid as number);
     for (let round = 0; round < ROUNDS; round++) {
       const batch: Change[] = [];
@@ -238,6 +244,14 @@ async function platformRun(run: number): Promise<Run> {
       const etags = new Map<string, string>();
       const deadline = Date.now() + VISIBLE_WITHIN_MS;
       while (batch.some((c) => c.visibleAt === undefined)) {
+        // Where the time goes: the moment the materializer's commit holds the price (a key lookup).
+        for (const c of batch.filter((x) => x.committedAt === undefined)) {
+          const { rows } = await db.query<{ price: string | null }>(
+            `SELECT price::text AS price FROM ${tag}.listings_current WHERE market = $1 AND market_hash_name = $2 AND phase = $3`,
+            [c.market, c.name, c.phase],
+          );
+          if (rows[0]?.price === c.price) c.committedAt = Date.now();
+        }
         // A slower machine must give a figure, not a crash: the deadline is recorded as a lower
         // bound and the change counted as missed.
         if (Date.now() > deadline) {
@@ -268,6 +282,7 @@ async function platformRun(run: number): Promise<Run> {
       changes.push(...batch);
     }
     await consumer.disconnect();
+    await db.end();
     const freshnessCpu = cpuDelta(cpuAtFreshness, cpuSeconds(platform.pid as number));
     console.log(`run ${run + 1}: CPU seconds per process while measuring freshness: ${JSON.stringify(freshnessCpu)}`);
     const unmatched = changes.filter((c) => c.producedAt === undefined);
@@ -281,6 +296,13 @@ async function platformRun(run: number): Promise<Run> {
       cold_cpu_s: coldCpu,
       freshness_cpu_s: freshnessCpu,
       freshness_ms: timed.map((c) => (c.visibleAt as number) - (c.producedAt as number)),
+      // A change first read in the table by the same poll that saw it in the API counts 0 there.
+      freshness_commit_ms: timed
+        .filter((c) => c.committedAt !== undefined)
+        .map((c) => (c.committedAt as number) - (c.producedAt as number)),
+      freshness_serve_ms: timed
+        .filter((c) => c.committedAt !== undefined)
+        .map((c) => (c.visibleAt as number) - (c.committedAt as number)),
       freshness_missed: changes.filter((c) => c.missed).length,
       freshness_unseen_upstream: unmatched.length,
       override_to_visible_ms: changes.map((c) => (c.visibleAt as number) - c.setAt),
@@ -300,12 +322,19 @@ async function platformRun(run: number): Promise<Run> {
   }
 }
 
+/** Median over runs of a split's p99, in seconds; null when no change was caught in the table. */
+const splitP99 = (perRun: number[][]): number | null => {
+  const p = perRun.filter((xs) => xs.length > 0).map((xs) => percentile(xs, 99) / 1000);
+  return p.length > 0 ? round(median(p)) : null;
+};
+
 const runs: Run[] = [];
 for (let run = 0; run < args.runs; run++) {
   const r = await platformRun(run);
   runs.push(r);
   console.log(
-    `run ${run + 1}: freshness p50 ${percentile(r.freshness_ms, 50)} ms, p99 ${percentile(r.freshness_ms, 99)} ms; ` +
+    `run ${run + 1}: freshness p50 ${percentile(r.freshness_ms, 50)} ms, p99 ${percentile(r.freshness_ms, 99)} ms ` +
+      `(produce → committed p99 ${splitP99([r.freshness_commit_ms])} s, committed → visible p99 ${splitP99([r.freshness_serve_ms])} s); ` +
       `override → visible p50 ${percentile(r.override_to_visible_ms, 50)} ms`,
   );
 }
@@ -322,6 +351,8 @@ writeResult(args.out, {
   cold_with_boot_s: median(runs.map((r) => r.cold_with_boot_s)),
   freshness_p50_s: round(median(runs.map((r) => percentile(r.freshness_ms, 50) / 1000))),
   freshness_p99_s: round(median(runs.map((r) => percentile(r.freshness_ms, 99) / 1000))),
+  freshness_commit_p99_s: splitP99(runs.map((r) => r.freshness_commit_ms)),
+  freshness_serve_p99_s: splitP99(runs.map((r) => r.freshness_serve_ms)),
   freshness_missed: runs.reduce((n, r) => n + r.freshness_missed, 0),
   freshness_unseen_upstream: runs.reduce((n, r) => n + r.freshness_unseen_upstream, 0),
   override_to_visible_p50_s: round(median(runs.map((r) => percentile(r.override_to_visible_ms, 50) / 1000))),

@@ -53,6 +53,11 @@ export interface AppDeps {
   version: (deps?: readonly string[]) => number;
   /** The derived values' version and how far caches may lag behind it. @default part of `version` */
   derived?: DerivedVersion;
+  /**
+   * Counts untagged notifications and reconnections (ReadModelVersion.resets): patched list
+   * bodies are rebuilt when it moves. @default the untagged part of `version`
+   */
+  resets?: () => number;
   logger: Logger;
   /** When /v1/status calls data stale and the pipeline down or stalled. @default DEFAULT_STATUS_OPTIONS */
   status?: StatusOptions;
@@ -238,7 +243,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Patched lists follow derived values as promptly as their tags: a patch reads only changed rows.
   const lists = new ListBodyCache(
     (name) => deps.version(bodyDeps(name)) + (deps.derived?.version() ?? 0),
-    () => deps.version([]),
+    deps.resets ?? (() => deps.version([])),
     1_000,
   );
   const answers = new AnswerCache(() => deps.version(), undefined, deps.derived);

@@ -208,8 +208,8 @@ interface ListEntry {
   /** The snapshot the list reflects: the next patch reads what it did not see. */
   snapshot: string;
   version: number;
-  /** The untagged part of the read-model version as of the last full build. */
-  global: number;
+  /** The resets count (untagged notifications, reconnections) as of the last full build. */
+  resets: number;
   at: number;
 }
 
@@ -231,8 +231,8 @@ export class ListBodyCache {
   constructor(
     /** The version of what a list depends on (its tags and the derived values). */
     private readonly version: VersionOf,
-    /** The read-model version's untagged part (ReadModelVersion.value([])). */
-    private readonly global: () => number,
+    /** Untagged notifications and reconnections (ReadModelVersion.resets): rebuild when it moved. */
+    private readonly resets: () => number,
     private readonly minAgeMs = 1_000,
   ) {}
 
@@ -257,8 +257,8 @@ export class ListBodyCache {
   }
 
   private async refresh(name: string, source: ListSource, e: ListEntry | undefined, version: number): Promise<Body> {
-    const global = this.global();
-    if (e && e.global === global) {
+    const resets = this.resets();
+    if (e && e.resets === resets) {
       const { snapshot, changes } = await source.since(e.snapshot);
       if (await e.list.patch(changes)) {
         this.stats.patches++;
@@ -269,7 +269,7 @@ export class ListBodyCache {
     const { snapshot, rows } = await source.full();
     const list = await SegmentedList.build(rows);
     this.stats.rebuilds++;
-    this.entries.set(name, { list, snapshot, version, global, at: Date.now() });
+    this.entries.set(name, { list, snapshot, version, resets, at: Date.now() });
     return list.body;
   }
 }

@@ -71,6 +71,7 @@ const app = buildApp({
   read: new ReadModel(readPool),
   version: (deps) => version.value(deps),
   derived: { version: () => version.derived(), maxLagMs: config.DERIVED_MAX_LAG_MS },
+  resets: () => version.resets(),
   logger,
   status: {
     ...DEFAULT_STATUS_OPTIONS,

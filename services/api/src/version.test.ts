@@ -36,6 +36,16 @@ describe('read-model versions per marketplace and kind', () => {
     v.bump(undefined);
     const after = names.map((n) => v.value(bodyDeps(n)));
     after.forEach((a, i) => expect(a).not.toBe(before[i]));
+    expect(v.resets()).toBe(1);
+    v.stop();
+  });
+
+  it('the periodic fallback moves everything, but is not a reset (patched lists patch, not rebuild)', async () => {
+    const v = new ReadModelVersion(20);
+    const before = v.value(bodyDeps('prices:cn-a'));
+    await new Promise((r) => setTimeout(r, 60));
+    expect(v.value(bodyDeps('prices:cn-a'))).not.toBe(before);
+    expect(v.resets()).toBe(0);
     v.stop();
   });
 

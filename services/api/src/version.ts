@@ -117,10 +117,15 @@ export class ReadModelVersion {
   private readonly tags = new Map<string, number>();
   private all = 0;
   private derivedCount = 0;
+  private resetCount = 0;
   private readonly tick: NodeJS.Timeout;
 
   constructor(fallbackMs = 300_000) {
-    this.tick = setInterval(() => this.bump(), fallbackMs);
+    // The fallback moves everything but is not a reset: nothing said rows may have gone.
+    this.tick = setInterval(() => {
+      this.all++;
+      this.global++;
+    }, fallbackMs);
     this.tick.unref();
   }
 
@@ -135,6 +140,17 @@ export class ReadModelVersion {
     return v;
   }
 
+  /**
+   * Untagged notifications and reconnections: anything may have changed, rows deleted included,
+   * so a patched list body (which sees only rows that exist) must be rebuilt. The 5-minute
+   * fallback is not one: a patch reads every committed change whether notified or not, and
+   * counting it here would rebuild every list at once every five minutes (thirteen 33k-row lists,
+   * about a CPU-second each, on one event loop: seconds during which no price change is served).
+   */
+  resets(): number {
+    return this.resetCount;
+  }
+
   /** How often derived values moved (see the class comment). */
   derived(): number {
     return this.derivedCount;
@@ -145,6 +161,7 @@ export class ReadModelVersion {
     if (!tags) {
       this.all++;
       this.global++;
+      this.resetCount++;
       return;
     }
     for (const t of tags) {
