@@ -112,11 +112,17 @@ describe('patched list bodies over the read model', () => {
     }
     expect(cache.stats.patches).toBe(5);
     expect(cache.stats.rebuilds).toBe(1);
-    // A row priced again is not in the list: a rebuild places it.
+    // Rows new to the list (priced again, or never seen) are placed after their predecessor as
+    // the database orders them, read in the same snapshot: still a patch.
     await setPrice(0, '1.00');
     await setPrice(9, '9.00');
+    await pool.query(
+      `INSERT INTO listings_current (market, market_hash_name, phase, currency, price, count, observed_at, cycle_id)
+       VALUES ($1, $2, '', 'EUR', 3.5, 2, now(), 'c2'), ($1, $2, 'Ruby', 'EUR', 4.5, 1, now(), 'c2'), ($1, 'AAA first', '', 'EUR', 1, 1, now(), 'c2')`,
+      [MARKET, `${name(9)} extra`],
+    );
     version++;
     expect(await served()).toBe(await whole());
-    expect(cache.stats.rebuilds).toBe(2);
+    expect(cache.stats).toMatchObject({ patches: 6, rebuilds: 1 });
   });
 });

@@ -54,48 +54,63 @@ describe('SegmentedList: a list body patched by segments', () => {
     }
   });
 
-  it('a patch gives the body a fresh build of the patched rows gives, whatever the changes', async () => {
+  it('a patch gives the body a fresh build of the patched rows gives: changes, removals, new rows', async () => {
+    let inserted = 0;
     await fc.assert(
       fc.asyncProperty(
-        fc.integer({ min: 1, max: 700 }),
-        fc.array(fc.tuple(fc.nat(), fc.boolean(), fc.nat({ max: 99 })), { maxLength: 40 }),
+        fc.integer({ min: 0, max: 700 }),
+        // [row number (even: held, odd: new), remove, cents]
+        fc.array(fc.tuple(fc.nat({ max: 1_401 }), fc.boolean(), fc.nat({ max: 99 })), { maxLength: 40 }),
         fc.integer({ min: 2, max: 64 }),
         async (n, edits, perSegment) => {
-          let rows = Array.from({ length: n }, (_, i) => row(i));
-          const list = await SegmentedList.build(rows, perSegment);
-          const changes: RowChange[] = edits.map(([at, remove, cents]) => {
-            const r = rows[at % n] as ListRow;
-            return { key: r.key, json: remove ? null : row(at % n, `${at}.${cents}`).json };
+          // The list holds the even rows 0, 2, …; keys sort as the numbers do (zero-padded).
+          const held = Array.from({ length: n }, (_, i) => row(2 * i));
+          const list = await SegmentedList.build(held, perSegment);
+          const state = new Map(held.map((r) => [r.key, r.json]));
+          const last = new Map<string, string | null>();
+          for (const [at, remove, cents] of edits) {
+            const i = at % (2 * n + 2);
+            last.set(row(i).key, remove ? null : row(i, `${at}.${cents}`).json);
+          }
+          for (const [k, json] of last)
+            if (json === null) state.delete(k);
+            else state.set(k, json);
+          const after = [...state].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, json]) => ({ key, json }));
+          // Each listed change names its predecessor in the final order, as the read does.
+          const changes: RowChange[] = [...last].map(([key, json]) => {
+            if (json === null) return { key, json };
+            const at = after.findIndex((r) => r.key === key);
+            return { key, json, after: at === 0 ? null : (after[at - 1] as ListRow).key };
           });
           const ok = await list.patch(changes);
-          // The last change of a key wins, as in the database's row.
-          const last = new Map(changes.map((c) => [c.key, c.json]));
-          const after = rows.flatMap((r) => {
-            const json = last.has(r.key) ? last.get(r.key) : r.json;
-            return json === null || json === undefined ? [] : [{ key: r.key, json }];
-          });
           if (!ok) {
-            // Refused only when a segment would be left empty; then nothing changed.
-            expect(served(list)).toBe(expected(rows));
+            // Refused only when a segment would be left empty (or there was none to insert
+            // into); then nothing changed.
+            expect(served(list)).toBe(expected(held));
             return;
           }
-          rows = after;
-          expect(served(list)).toBe(expected(rows));
-          expect(list.size).toBe(rows.length);
-          expect(list.body.headCrc).toBe(crc32(expected(rows)) >>> 0);
+          expect(served(list)).toBe(expected(after));
+          if (changes.some((c) => c.json !== null && !held.some((h) => h.key === c.key))) inserted++;
+          expect(list.size).toBe(after.length);
+          expect(list.body.headCrc).toBe(crc32(expected(after)) >>> 0);
         },
       ),
-      { numRuns: 150 },
+      { numRuns: 200 },
     );
+    // Most runs add rows and must place them, not refuse.
+    expect(inserted).toBeGreaterThan(100);
   });
 
-  it('refuses a row it does not hold (its place is the database’s order) and changes nothing', async () => {
+  it('refuses a new row without a predecessor it holds (its place is the database’s order), changing nothing', async () => {
     const rows = Array.from({ length: 10 }, (_, i) => row(i));
     const list = await SegmentedList.build(rows, 4);
     const before = list.body;
     expect(await list.patch([{ key: rows[2]!.key, json: row(2, '1.00').json }, row(99)])).toBe(false);
+    expect(await list.patch([{ ...row(99), after: 'not held' }])).toBe(false);
     expect(list.body).toBe(before);
     expect(served(list)).toBe(expected(rows));
+    expect(await list.patch([{ ...row(99), after: rows[9]!.key }])).toBe(true);
+    expect(served(list)).toBe(expected([...rows, row(99)]));
     // Removing what is not listed is already done.
     expect(await list.patch([{ key: 'absent', json: null }])).toBe(true);
   });

@@ -12,8 +12,9 @@
  * CRC-32 is combined from the pieces' CRCs (crc32Combine) and its content hash from their hashes,
  * so nothing re-reads the whole body.
  *
- * A patch that would add a row not in the list (its position is the database's collation order,
- * which is not this process's to reproduce) or empty a segment is refused: the caller rebuilds.
+ * A row new to the list is placed after its predecessor as the database orders them (its
+ * collation is not this process's to reproduce): the read that names the changes names it too.
+ * A patch that cannot place a row, or would empty a segment, is refused: the caller rebuilds.
  */
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -32,10 +33,17 @@ export interface ListRow {
 export interface RowChange {
   key: string;
   json: string | null;
+  /**
+   * For a listed row: the key of the row before it in the list's order, as of the same snapshot
+   * (null: it is the first). Needed to place a row the list does not hold yet.
+   */
+  after?: string | null;
 }
 
 /** Rows per segment: ~100 KB of JSON at ~350 bytes a row, a few milliseconds to recompress. */
 export const ROWS_PER_SEGMENT = 256;
+/** A segment grown by insertions past this is left to the next rebuild to split. */
+const MAX_SEGMENT_ROWS = 4 * ROWS_PER_SEGMENT;
 
 /** One compressed piece of the head and what a patch or the assembly needs to know of it. */
 interface Piece {
@@ -132,44 +140,70 @@ export class SegmentedList {
 
   /**
    * Applies `changes` and returns true, or returns false and changes nothing when the list must
-   * be rebuilt instead: a row to add, or a segment left empty. A change for a key the list does
-   * not hold that removes it is already true.
+   * be rebuilt instead: a new row without its predecessor (`after`), or whose predecessor is not
+   * in the list; a segment left empty, or grown past MAX_SEGMENT_ROWS. A change that removes a
+   * key the list does not hold is already done.
    */
   async patch(changes: readonly RowChange[]): Promise<boolean> {
-    const bySegment = new Map<number, Map<string, string | null>>();
-    for (const c of changes) {
+    /** Working copies of the touched segments: keys and rows (JSON bytes) after the changes. */
+    const work = new Map<number, { keys: string[]; rows: Buffer[] }>();
+    const open = (at: number) => {
+      let w = work.get(at);
+      if (!w) {
+        const s = this.segments[at] as Segment;
+        work.set(at, (w = { keys: [...s.keys], rows: rowsOf(at, s) }));
+      }
+      return w;
+    };
+    const removed: string[] = [];
+    const added: RowChange[] = [];
+    // One change per key, the last (a read names each row once; this keeps a patch well defined).
+    for (const c of new Map(changes.map((x) => [x.key, x])).values()) {
       const at = this.index.get(c.key);
       if (at === undefined) {
-        if (c.json === null) continue;
-        return false;
+        if (c.json !== null) added.push(c);
+        continue;
       }
-      let m = bySegment.get(at);
-      if (!m) bySegment.set(at, (m = new Map()));
-      m.set(c.key, c.json);
+      const w = open(at);
+      const i = w.keys.indexOf(c.key);
+      if (c.json === null) {
+        w.keys.splice(i, 1);
+        w.rows.splice(i, 1);
+        removed.push(c.key);
+      } else w.rows[i] = Buffer.from(c.json);
     }
-    if (bySegment.size === 0) return true;
-    const rebuilt: Promise<[number, Segment]>[] = [];
-    const removed: string[] = [];
-    for (const [at, m] of bySegment) {
-      const s = this.segments[at] as Segment;
-      const old = rowsOf(at, s);
-      const keys: string[] = [];
-      const rows: Buffer[] = [];
-      for (const [i, key] of s.keys.entries()) {
-        const json = m.has(key) ? m.get(key) : undefined;
-        if (json === null) {
-          removed.push(key);
+    // New rows go right after their predecessor in the database's order (read in the same
+    // snapshot, so it is in the list or is itself one of the new rows): placed in rounds until
+    // every one has found its predecessor.
+    const placed = new Map<string, number>();
+    const gone = new Set(removed);
+    const where = (key: string) => placed.get(key) ?? (gone.has(key) ? undefined : this.index.get(key));
+    let waiting = added;
+    while (waiting.length > 0) {
+      const next: RowChange[] = [];
+      for (const c of waiting) {
+        if (c.after === undefined) return false;
+        const at = c.after === null ? (this.segments.length > 0 ? 0 : undefined) : where(c.after);
+        if (at === undefined) {
+          next.push(c);
           continue;
         }
-        keys.push(key);
-        rows.push(json === undefined ? (old[i] as Buffer) : Buffer.from(json));
+        const w = open(at);
+        const i = c.after === null ? 0 : w.keys.indexOf(c.after) + 1;
+        w.keys.splice(i, 0, c.key);
+        w.rows.splice(i, 0, Buffer.from(c.json as string));
+        placed.set(c.key, at);
       }
-      if (rows.length === 0) return false;
-      rebuilt.push(segment(at, keys, rows).then((seg) => [at, seg]));
+      if (next.length === waiting.length) return false;
+      waiting = next;
     }
+    if (work.size === 0) return true;
+    for (const w of work.values()) if (w.rows.length === 0 || w.rows.length > MAX_SEGMENT_ROWS) return false;
+    const rebuilt = [...work].map(([at, w]) => segment(at, w.keys, w.rows).then((seg): [number, Segment] => [at, seg]));
     // Everything above could still refuse; from here on the list changes.
     for (const [at, seg] of await Promise.all(rebuilt)) this.segments[at] = seg;
     for (const key of removed) this.index.delete(key);
+    for (const [key, at] of placed) this.index.set(key, at);
     this.body = this.assemble();
     return true;
   }
@@ -220,7 +254,7 @@ interface ListEntry {
  * (statistics, outlier verdicts, liquidity: all in the rows the view joins), within about
  * `minAgeMs`. It is rebuilt from every row the first time, when an untagged notification or a
  * reconnection said anything may have changed (rows deleted included: a patch sees only rows
- * that exist), and when a patch cannot place a row (one newly listed). Serving rules as
+ * that exist), and when a patch is refused (SegmentedList.patch). Serving rules as
  * VersionedCache's: single-flight per list, the previous body served while a refresh runs.
  */
 export class ListBodyCache {

@@ -21,6 +21,46 @@ import type {
   Stats,
 } from './routes/schemas.js';
 
+/** A row's key in a patched list body (list-body.ts). */
+const listKey = (name: string, phase: string) => identityKey({ marketHashName: name, phase: phase as PhaseOrNone });
+
+/** Changed rows placed by a patch at most: beyond, the rows were most of a cycle and a rebuild is as cheap. */
+const MAX_PLACED = 2_000;
+
+/**
+ * For changed priced rows, the key of the priced row before each in the list's order, read in the
+ * caller's snapshot (an index step back per row): what lets a patch place a row the list does not
+ * hold yet. Undefined when there are too many to ask for.
+ */
+async function predecessors(
+  trx: ReadDb,
+  market: MarketSlug,
+  rows: readonly { market_hash_name: string; phase: string; price: string | null }[],
+): Promise<Map<string, string | null> | undefined> {
+  const priced = rows.filter((r) => r.price !== null);
+  if (priced.length === 0 || priced.length > MAX_PLACED) return undefined;
+  const { rows: found } = await sql<{
+    name: string;
+    phase: string;
+    prev_name: string | null;
+    prev_phase: string | null;
+  }>`
+    SELECT c.name, c.phase, p.market_hash_name AS prev_name, p.phase AS prev_phase
+    FROM unnest(${priced.map((r) => r.market_hash_name)}::text[], ${priced.map((r) => r.phase)}::text[]) AS c(name, phase)
+    LEFT JOIN LATERAL (
+      SELECT v.market_hash_name, v.phase FROM api_listings_v1 v
+      WHERE v.market = ${market} AND v.price IS NOT NULL AND (v.market_hash_name, v.phase) < (c.name, c.phase)
+      ORDER BY v.market_hash_name DESC, v.phase DESC
+      LIMIT 1
+    ) p ON true`.execute(trx);
+  return new Map(
+    found.map((f) => [
+      listKey(f.name, f.phase),
+      f.prev_name === null ? null : listKey(f.prev_name, f.prev_phase as string),
+    ]),
+  );
+}
+
 /** The read model as the API may see it. */
 export type ReadDb = Kysely<ReadContractV1>;
 export const readDb = (pool: Pool): ReadDb => new Kysely<ReadContractV1>({ dialect: new PostgresDialect({ pool }) });
@@ -161,12 +201,15 @@ export class ReadModel {
                   OR NOT coalesce(pg_visible_in_snapshot(liquidity_xid, ${since}::pg_snapshot), true))`,
               )
         ).execute();
+        const after = since === undefined ? undefined : await predecessors(trx, market, rows);
         return {
           snapshot: (snap.rows[0] as { snapshot: string }).snapshot,
-          rows: rows.map((r) => ({
-            key: identityKey({ marketHashName: r.market_hash_name, phase: r.phase as PhaseOrNone }),
-            json: r.price === null ? null : JSON.stringify(listingRow(r)),
-          })),
+          rows: rows.map((r) => {
+            const key = listKey(r.market_hash_name, r.phase);
+            return r.price === null
+              ? { key, json: null }
+              : { key, json: JSON.stringify(listingRow(r)), ...(after?.has(key) ? { after: after.get(key) } : {}) };
+          }),
         };
       });
   }
