@@ -140,7 +140,8 @@ export class VersionedCache<T> {
     private readonly derived?: DerivedVersion,
   ) {}
 
-  async get(name: string, build: () => Promise<T>): Promise<T> {
+  /** `build` gets the value it replaces (undefined the first time): a builder may update it. */
+  async get(name: string, build: (previous: T | undefined) => Promise<T>): Promise<T> {
     return this.lookup(name, build, false);
   }
 
@@ -150,11 +151,11 @@ export class VersionedCache<T> {
    * built from an inner one served stale would be stored under the new version and keep the old
    * data until the next change (seen: a catalogue body empty for 10 s after its data committed).
    */
-  async fresh(name: string, build: () => Promise<T>): Promise<T> {
+  async fresh(name: string, build: (previous: T | undefined) => Promise<T>): Promise<T> {
     return this.lookup(name, build, true);
   }
 
-  private async lookup(name: string, build: () => Promise<T>, fresh: boolean): Promise<T> {
+  private async lookup(name: string, build: (previous: T | undefined) => Promise<T>, fresh: boolean): Promise<T> {
     const e = this.entries.get(name);
     const v = this.version(name);
     const d = this.derived?.version() ?? 0;
@@ -165,7 +166,7 @@ export class VersionedCache<T> {
     this.stats.misses++;
     let p = this.building.get(name);
     if (!p) {
-      p = build()
+      p = build(e?.value)
         .then((value) => {
           this.entries.set(name, { value, version: v, derived: d, at: Date.now() });
           return value;
