@@ -1,6 +1,6 @@
 /**
  * The read contract, version 1: the views of the read model the API may read (created by the
- * materializer's migration 0010_api_read_views_v1.sql, columns added by 0011), each column with its PostgreSQL type and
+ * materializer's migration 0010_api_read_views_v1.sql, columns added by 0011 and 0012), each column with its PostgreSQL type and
  * whether it can be NULL. The API's queries are built with Kysely over `ReadContractV1`, the
  * TypeScript form of this table, so a column the API reads that the contract lacks (or reads as
  * the wrong type) fails the build; test/integration/read-contract.test.ts compares this table with
@@ -46,6 +46,9 @@ export const READ_CONTRACT_V1 = {
     /** The transaction that wrote the listing row, and the liquidity row (0011): what changed since a snapshot. */
     row_xid: 'xid8',
     liquidity_xid: 'xid8?',
+    /** age() of those transactions (0012): a cheap first cut before the exact test on row_xid. */
+    row_age: 'integer',
+    liquidity_age: 'integer?',
   },
   api_buyorders_v1: {
     market: 'text',

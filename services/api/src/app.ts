@@ -58,6 +58,11 @@ export interface AppDeps {
    * bodies are rebuilt when it moves. @default the untagged part of `version`
    */
   resets?: () => number;
+  /**
+   * Calls the listener whenever the version moved (main.ts: ReadModelVersion.onBump), so patched
+   * list bodies follow their data ahead of requests. @default none: they refresh when asked
+   */
+  watch?: (listener: () => void) => void;
   logger: Logger;
   /** When /v1/status calls data stale and the pipeline down or stalled. @default DEFAULT_STATUS_OPTIONS */
   status?: StatusOptions;
@@ -244,8 +249,19 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const lists = new ListBodyCache(
     (name) => deps.version(bodyDeps(name)) + (deps.derived?.version() ?? 0),
     deps.resets ?? (() => deps.version([])),
-    1_000,
+    // Half a second, not the second of the other caches: a patch reads only the changed rows
+    // (~20 ms of PostgreSQL at 35,000 rows) and runs ahead of requests, and this wait is most of
+    // the way from a commit to the answer (issue 12: p99 ≤ 2 s from the poll).
+    500,
+    (list, how, seconds, rows) => {
+      metrics.listRefresh.observe({ how }, seconds);
+      metrics.listRefreshRows.observe({ how }, rows);
+      // A refresh this slow holds every price change of its list back: worth a line of its own.
+      if (seconds > 1) deps.logger.info({ list, how, seconds, rows }, 'slow list body refresh');
+    },
   );
+  deps.watch?.(() => lists.changed());
+  app.addHook('onClose', async () => lists.stop());
   const answers = new AnswerCache(() => deps.version(), undefined, deps.derived);
   const catalogues = new VersionedCache<CatalogueShard>(
     (name) => deps.version((name === '*' ? CATALOGUE_SLUGS : [name]).map(listingTag)),

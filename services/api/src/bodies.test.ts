@@ -77,6 +77,28 @@ describe('VersionedCache', () => {
     expect(await cache.get('shard', build)).toBe('new');
   });
 
+  it('keeps a value costFactor times as long as its build took before building again', async () => {
+    let version = 1;
+    let builds = 0;
+    const cache = new VersionedCache<number>(() => version, 0, undefined, 4);
+    const slowBuild = async () => {
+      await new Promise((r) => setTimeout(r, 60));
+      return ++builds;
+    };
+    expect(await cache.get('list', slowBuild)).toBe(1);
+    version = 2;
+    // Built in ~60 ms: kept ~240 ms although minAgeMs is 0, and ahead() says how long is left.
+    expect(await cache.get('list', slowBuild)).toBe(1);
+    const wait = cache.ahead('list', slowBuild);
+    expect(wait).toBeGreaterThan(100);
+    expect(wait).toBeLessThanOrEqual(400);
+    await new Promise((r) => setTimeout(r, wait + 5));
+    expect(cache.ahead('list', slowBuild)).toBe(0); // started now
+    // fresh joins the rebuild ahead() started (single-flight): no third build.
+    expect(await cache.fresh('list', slowBuild)).toBe(2);
+    expect(builds).toBe(2);
+  });
+
   it('an outer value built from fresh inner values carries the data of its version', async () => {
     let version = 1;
     let rows = 0;

@@ -130,7 +130,10 @@ function current(
 export class VersionedCache<T> {
   /** Lookups answered from the cache and lookups that had to build (for /metrics). */
   readonly stats = { hits: 0, misses: 0 };
-  private readonly entries = new Map<string, { value: T; version: number; derived: number; at: number }>();
+  private readonly entries = new Map<
+    string,
+    { value: T; version: number; derived: number; at: number; cost: number }
+  >();
   private readonly building = new Map<string, Promise<T>>();
 
   constructor(
@@ -138,7 +141,18 @@ export class VersionedCache<T> {
     private readonly minAgeMs = 1_000,
     /** Absent: derived values are part of `version` (tests with a constant version). */
     private readonly derived?: DerivedVersion,
+    /**
+     * A value is also kept for this many times as long as its build took (0: not): on a saturated
+     * machine a build that took seconds is not started again at once, so rebuilding stays a bounded
+     * share of the process (1 / (1 + costFactor)) instead of all of it.
+     */
+    private readonly costFactor = 0,
   ) {}
+
+  /** How long a value must be kept before it is rebuilt: minAgeMs, or longer after a costly build. */
+  private keepMs(e: { cost: number }): number {
+    return Math.max(this.minAgeMs, this.costFactor * e.cost);
+  }
 
   /** `build` gets the value it replaces (undefined the first time): a builder may update it. */
   async get(name: string, build: (previous: T | undefined) => Promise<T>): Promise<T> {
@@ -155,20 +169,38 @@ export class VersionedCache<T> {
     return this.lookup(name, build, true);
   }
 
+  /**
+   * Starts the rebuild of `name` now if its version moved, without a request waiting for it (the
+   * next request finds the value current). Returns the milliseconds until it may rebuild when the
+   * version moved but the value must still be kept (`minAgeMs`, `costFactor`), else 0 (current, already rebuilding,
+   * started now, or never built: a value nobody asked for is not built ahead).
+   */
+  ahead(name: string, build: (previous: T | undefined) => Promise<T>): number {
+    const e = this.entries.get(name);
+    if (!e || this.building.has(name)) return 0;
+    if (current(e, this.version(name), this.derived?.version() ?? 0, 0, this.derived?.maxLagMs ?? 0)) return 0;
+    const wait = e.at + this.keepMs(e) - Date.now();
+    if (wait > 0) return wait;
+    this.lookup(name, build, false).catch(() => undefined);
+    return 0;
+  }
+
   private async lookup(name: string, build: (previous: T | undefined) => Promise<T>, fresh: boolean): Promise<T> {
     const e = this.entries.get(name);
     const v = this.version(name);
     const d = this.derived?.version() ?? 0;
-    if (e && current(e, v, d, fresh ? 0 : this.minAgeMs, this.derived?.maxLagMs ?? 0)) {
+    if (e && current(e, v, d, fresh ? 0 : this.keepMs(e), this.derived?.maxLagMs ?? 0)) {
       this.stats.hits++;
       return e.value;
     }
     this.stats.misses++;
     let p = this.building.get(name);
     if (!p) {
+      const started = Date.now();
       p = build(e?.value)
         .then((value) => {
-          this.entries.set(name, { value, version: v, derived: d, at: Date.now() });
+          const at = Date.now();
+          this.entries.set(name, { value, version: v, derived: d, at, cost: at - started });
           return value;
         })
         .finally(() => this.building.delete(name));

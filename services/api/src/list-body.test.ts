@@ -99,7 +99,8 @@ describe('SegmentedList: a list body patched by segments', () => {
     );
     // Most runs add rows and must place them, not refuse.
     expect(inserted).toBeGreaterThan(100);
-  });
+    // 200 runs of builds and patches: ~4 s on an idle machine, more beside CI's other suites.
+  }, 30_000);
 
   it('refuses a new row without a predecessor it holds (its place is the database’s order), changing nothing', async () => {
     const rows = Array.from({ length: 10 }, (_, i) => row(i));
@@ -126,16 +127,37 @@ describe('SegmentedList: a list body patched by segments', () => {
     expect(list.body.headGzip.subarray(0, 2_000).equals(same)).toBe(true);
     expect(inflateRawSync(list.body.headGzip.subarray(10), { finishFlush: 2 }).toString()).toContain('"7.77"');
   });
+
+  it('skips rows written again with the same content, and still applies the ones that changed', async () => {
+    const rows = Array.from({ length: 2_000 }, (_, i) => row(i));
+    const list = await SegmentedList.build(rows);
+    const before = list.body;
+    // Every row named, none changed (a liquidity row rewritten for what the list does not show):
+    // the body is the same object, nothing recompressed.
+    expect(await list.patch(rows.map((r) => ({ key: r.key, json: r.json })))).toBe(true);
+    expect(list.body).toBe(before);
+    // Unchanged rows everywhere and one change: only its segment is new.
+    const changed = rows.map((r, i) => (i === 1_500 ? row(1_500, '7.77') : r));
+    expect(await list.patch(changed.map((r) => ({ key: r.key, json: r.json })))).toBe(true);
+    const text = inflateRawSync(list.body.headGzip.subarray(10), { finishFlush: 2 }).toString();
+    expect(text).toBe(expected(changed));
+    expect(list.body.headGzip.subarray(0, 2_000).equals(before.headGzip.subarray(0, 2_000))).toBe(true);
+    // The digest follows the change: writing the old content back is a change again.
+    expect(await list.patch([{ key: rows[1_500]!.key, json: rows[1_500]!.json }])).toBe(true);
+    expect(inflateRawSync(list.body.headGzip.subarray(10), { finishFlush: 2 }).toString()).toBe(expected(rows));
+    expect(list.body.hash).toBe(before.hash);
+  });
 });
 
 describe('ListBodyCache: patch when the tags moved, rebuild when it must', () => {
-  function fixture() {
+  function fixture(minAgeMs = 0) {
     let rows = Array.from({ length: 600 }, (_, i) => row(i));
     let version = 0;
     let global = 0;
     let derived = 0;
     let snapshots = 0;
     const log: string[] = [];
+    const observed: string[] = [];
     let pending: RowChange[] = [];
     const source = {
       full: async () => {
@@ -154,12 +176,17 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     const cache = new ListBodyCache(
       () => version + derived,
       () => global,
-      0,
+      minAgeMs,
+      (name, how, seconds, n) => {
+        expect(seconds).toBeGreaterThanOrEqual(0);
+        observed.push(`${name} ${how} ${n}`);
+      },
     );
     return {
       cache,
       source,
       log,
+      observed,
       change(i: number, price: string | null) {
         const r = row(i, price ?? undefined);
         rows = price === null ? rows.filter((x) => x.key !== r.key) : rows.map((x) => (x.key === r.key ? r : x));
@@ -196,5 +223,38 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     expect(text(await get())).toBe(expected(f.rows()));
     expect(f.log).toEqual(['full', 'since 1', 'since 2', 'full', 'full', 'since 5']);
     expect(f.cache.stats).toMatchObject({ hits: 1, patches: 2, rebuilds: 3 });
+    // The row new to the list has no predecessor named (after undefined): that patch is refused.
+    expect(f.observed).toEqual([
+      'prices:x first 600',
+      'prices:x patch 2',
+      'prices:x refused 600',
+      'prices:x reset 600',
+      'prices:x patch 0',
+    ]);
+  });
+
+  it('follows a change ahead of requests, at most every minAgeMs, only lists asked for', async () => {
+    const f = fixture(100);
+    const get = () => f.cache.get('prices:x', f.source);
+    f.cache.changed(); // nothing asked for yet: nothing is built ahead
+    await new Promise((r) => setTimeout(r, 20));
+    expect(f.log).toEqual([]);
+    const first = await get();
+    f.change(3, '9.99');
+    const t0 = Date.now();
+    f.cache.changed();
+    // Younger than minAgeMs: the patch waits for it, then runs with no request asking.
+    await new Promise((r) => setTimeout(r, 30));
+    expect(f.log).toEqual(['full']);
+    while (f.cache.stats.patches < 1 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 5));
+    expect(f.log).toEqual(['full', 'since 1']);
+    await new Promise((r) => setTimeout(r, 5)); // the cache stores what the patch returned
+    // The next request is answered with the patched body, from the cache.
+    const hits = f.cache.stats.hits;
+    const now = await get();
+    expect(now.hash).not.toBe(first.hash);
+    expect(text(now)).toBe(expected(f.rows()));
+    expect(f.cache.stats).toMatchObject({ hits: hits + 1, ahead: 1, patches: 1 });
+    f.cache.stop();
   });
 });

@@ -94,6 +94,14 @@ function rowsOf(index: number, s: Segment): Buffer[] {
 }
 
 const COMMA = Buffer.from(',');
+
+/**
+ * A row's JSON as 72 bits of its SHA-1: what a patch compares to skip a row written again with
+ * the same content. A liquidity row rewritten for its best bid or lowest ask (not in the lists)
+ * and statistics recomputed to equal values are new row versions all the same: measured, patches
+ * carried 11,000 rows on average, most of them unchanged, and every segment was recompressed.
+ */
+const digest = (json: string): string => createHash('sha1').update(json).digest('base64url').slice(0, 12);
 let openPiece: Promise<Piece> | undefined;
 let closePiece: Promise<Piece> | undefined;
 
@@ -105,6 +113,8 @@ export class SegmentedList {
     private readonly segments: Segment[],
     /** Key → index of its segment. */
     private readonly index: Map<string, number>,
+    /** Key → digest of its row's JSON. */
+    private readonly digests: Map<string, string>,
     private readonly open: Piece,
     private readonly close: Piece,
   ) {
@@ -115,10 +125,14 @@ export class SegmentedList {
   static async build(rows: readonly ListRow[], rowsPerSegment = ROWS_PER_SEGMENT): Promise<SegmentedList> {
     const pending: Promise<Segment>[] = [];
     const index = new Map<string, number>();
+    const digests = new Map<string, string>();
     for (let at = 0; at < rows.length; at += rowsPerSegment) {
       const slice = rows.slice(at, at + rowsPerSegment);
       const n = pending.length;
-      for (const r of slice) index.set(r.key, n);
+      for (const r of slice) {
+        index.set(r.key, n);
+        digests.set(r.key, digest(r.json));
+      }
       // Compressed on libuv's thread pool, in parallel: a full build must not stall requests.
       pending.push(
         segment(
@@ -131,11 +145,16 @@ export class SegmentedList {
     openPiece ??= piece(Buffer.from('{"data":['));
     closePiece ??= piece(Buffer.from(']'));
     const [open, close, segments] = await Promise.all([openPiece, closePiece, Promise.all(pending)]);
-    return new SegmentedList(segments, index, open, close);
+    return new SegmentedList(segments, index, digests, open, close);
   }
 
   get size(): number {
     return this.index.size;
+  }
+
+  /** Whether the list holds `key` (a change of it needs no place). */
+  has(key: string): boolean {
+    return this.index.has(key);
   }
 
   /**
@@ -157,13 +176,19 @@ export class SegmentedList {
     };
     const removed: string[] = [];
     const added: RowChange[] = [];
+    /** Digests of the rows written or placed, recorded if the patch is applied. */
+    const written = new Map<string, string>();
     // One change per key, the last (a read names each row once; this keeps a patch well defined).
     for (const c of new Map(changes.map((x) => [x.key, x])).values()) {
       const at = this.index.get(c.key);
+      const d = c.json === null ? undefined : digest(c.json);
+      if (d !== undefined) written.set(c.key, d);
       if (at === undefined) {
         if (c.json !== null) added.push(c);
         continue;
       }
+      // Written again with the same content: nothing to recompress.
+      if (d !== undefined && this.digests.get(c.key) === d) continue;
       const w = open(at);
       const i = w.keys.indexOf(c.key);
       if (c.json === null) {
@@ -202,8 +227,12 @@ export class SegmentedList {
     const rebuilt = [...work].map(([at, w]) => segment(at, w.keys, w.rows).then((seg): [number, Segment] => [at, seg]));
     // Everything above could still refuse; from here on the list changes.
     for (const [at, seg] of await Promise.all(rebuilt)) this.segments[at] = seg;
-    for (const key of removed) this.index.delete(key);
+    for (const key of removed) {
+      this.index.delete(key);
+      this.digests.delete(key);
+    }
     for (const [key, at] of placed) this.index.set(key, at);
+    for (const [key, d] of written) this.digests.set(key, d);
     this.body = this.assemble();
     return true;
   }
@@ -233,8 +262,12 @@ export class SegmentedList {
 export interface ListSource {
   /** Every row of the list, in its order, and the snapshot they were read in. */
   full(): Promise<{ snapshot: string; rows: ListRow[] }>;
-  /** The rows written by transactions `snapshot` did not see (or null: gone), and the new snapshot. */
-  since(snapshot: string): Promise<{ snapshot: string; changes: RowChange[] }>;
+  /**
+   * The rows written by transactions `snapshot` did not see (or null: gone), and the new snapshot;
+   * `known` tells which keys the list holds, so that only the others are given their place
+   * (`after`: a look-up each in the database).
+   */
+  since(snapshot: string, known: (key: string) => boolean): Promise<{ snapshot: string; changes: RowChange[] }>;
 }
 
 /** What a patched list keeps beside its body. */
@@ -256,9 +289,34 @@ interface ListState {
  * that exist), and when a patch is refused (SegmentedList.patch). When to refresh and what to
  * serve meanwhile is VersionedCache's (single-flight, the previous body served while it runs).
  */
+/**
+ * Why a list was refreshed the way it was: `patch`, the changed rows only; the rest rebuilt it from
+ * every row — `first` (nothing cached), `reset` (an untagged notification or a reconnection),
+ * `refused` (a patch it could not apply, SegmentedList.patch).
+ */
+export type RefreshHow = 'patch' | 'first' | 'reset' | 'refused';
+
+/** Told of every refresh: how, how long it took, and how many rows the read returned. */
+export type RefreshObserver = (name: string, how: RefreshHow, seconds: number, rows: number) => void;
+
+/**
+ * After a refresh, a list waits at least this many times as long as it took (VersionedCache): at
+ * most half of the process refreshing one list. 4 (a fifth) was measured worse: on a saturated
+ * machine a 16 s patch held its list 64 s, the next patch then had more rows to read, and
+ * committed → visible reached minutes (bench/bottlenecks.md, Freshness).
+ */
+const COST_FACTOR = 1;
+
+/** A list asked for within this long is kept current ahead of requests (see ListBodyCache.changed). */
+const AHEAD_FOR_MS = 120_000;
+
 export class ListBodyCache {
   private readonly cache: VersionedCache<ListState>;
-  private readonly refreshes = { patches: 0, rebuilds: 0 };
+  private readonly refreshes = { patches: 0, rebuilds: 0, ahead: 0 };
+  /** Lists asked for recently: their source and when they were last asked for. */
+  private readonly asked = new Map<string, { source: ListSource; at: number }>();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweepAt = Infinity;
 
   constructor(
     /** The version of what a list depends on (its tags and the derived values). */
@@ -266,34 +324,101 @@ export class ListBodyCache {
     /** Untagged notifications and reconnections (ReadModelVersion.resets): rebuild when it moved. */
     private readonly resets: () => number,
     minAgeMs = 1_000,
+    private readonly observe: RefreshObserver = () => undefined,
   ) {
-    this.cache = new VersionedCache(version, minAgeMs);
+    // A refresh that took long (a saturated machine, a patch of most of the list) is not started
+    // again at once: back to back, six lists' patches would take every CPU the process gets.
+    this.cache = new VersionedCache(version, minAgeMs, undefined, COST_FACTOR);
   }
 
-  get stats(): { hits: number; misses: number; patches: number; rebuilds: number } {
+  get stats(): { hits: number; misses: number; patches: number; rebuilds: number; ahead: number } {
     return { ...this.cache.stats, ...this.refreshes };
   }
 
   /** The list's body; `fresh`: never an outdated one (waits for the refresh), as VersionedCache.fresh. */
   async get(name: string, source: ListSource, fresh = false): Promise<Body> {
-    const build = (previous: ListState | undefined) => this.refresh(source, previous);
+    this.asked.set(name, { source, at: Date.now() });
+    const build = (previous: ListState | undefined) => this.refresh(name, source, previous);
     const state = await (fresh ? this.cache.fresh(name, build) : this.cache.get(name, build));
     return state.list.body;
   }
 
-  private async refresh(source: ListSource, previous: ListState | undefined): Promise<ListState> {
+  /**
+   * The read model moved: patch, without waiting for a request, every list asked for in the last
+   * two minutes whose version moved. Served stale-while-refreshing alone, a change reached a client
+   * one poll late (the poll that found the version moved got the previous body and started the
+   * patch) and the patch's read and recompression were on the request's way; ahead, they run as
+   * the notification arrives, at most every `minAgeMs` per list, one at a time per list.
+   */
+  changed(): void {
+    this.schedule(0);
+  }
+
+  private schedule(delayMs: number): void {
+    const at = Date.now() + delayMs;
+    if (this.sweepTimer && this.sweepAt <= at) return;
+    clearTimeout(this.sweepTimer);
+    this.sweepAt = at;
+    this.sweepTimer = setTimeout(() => this.sweep(), delayMs);
+    this.sweepTimer.unref();
+  }
+
+  private sweep(): void {
+    this.sweepTimer = undefined;
+    this.sweepAt = Infinity;
+    let next = Infinity;
+    for (const [name, { source, at }] of this.asked) {
+      if (Date.now() - at > AHEAD_FOR_MS) {
+        this.asked.delete(name);
+        continue;
+      }
+      const wait = this.cache.ahead(name, (previous) => {
+        this.refreshes.ahead++;
+        return this.refresh(name, source, previous);
+      });
+      if (wait > 0) next = Math.min(next, wait);
+    }
+    if (next < Infinity) this.schedule(next);
+  }
+
+  /** Stops refreshing ahead (the process is closing). */
+  stop(): void {
+    clearTimeout(this.sweepTimer);
+    this.asked.clear();
+  }
+
+  private async refresh(name: string, source: ListSource, previous: ListState | undefined): Promise<ListState> {
+    const started = performance.now();
+    const took = () => (performance.now() - started) / 1000;
     const resets = this.resets();
+    let how: RefreshHow = previous ? 'reset' : 'first';
     if (previous && previous.resets === resets) {
-      const { snapshot, changes } = await source.since(previous.snapshot);
+      const { snapshot, changes } = await source.since(previous.snapshot, (key) => previous.list.has(key));
       if (await previous.list.patch(changes)) {
         this.refreshes.patches++;
+        this.observe(name, 'patch', took(), changes.length);
+        this.lookAgain();
         return { ...previous, snapshot };
       }
+      how = 'refused';
     }
     const { snapshot, rows } = await source.full();
     const list = await SegmentedList.build(rows);
     this.refreshes.rebuilds++;
+    this.observe(name, how, took(), rows.length);
+    this.lookAgain();
     return { list, snapshot, resets };
+  }
+
+  /**
+   * After a refresh (ahead or asked for): a notification that came meanwhile is for rows it may
+   * not have seen, and the sweep then skipped the list (a refresh was running); look again once
+   * the result is stored (a timer runs after the cache's own continuation). Not after a failure:
+   * that would retry at once, in a loop while PostgreSQL is away; the next notification or
+   * request retries instead.
+   */
+  private lookAgain(): void {
+    if (this.asked.size > 0) this.schedule(0);
   }
 }
 

@@ -72,6 +72,7 @@ const app = buildApp({
   version: (deps) => version.value(deps),
   derived: { version: () => version.derived(), maxLagMs: config.DERIVED_MAX_LAG_MS },
   resets: () => version.resets(),
+  watch: (listener) => version.onBump(listener),
   logger,
   status: {
     ...DEFAULT_STATUS_OPTIONS,

@@ -31,6 +31,24 @@ export class ApiMetrics {
     labelNames: ['window'],
     registers: [this.registry],
   });
+  /**
+   * How long a patched list took to follow its data (the read, the recompression, the assembly),
+   * and how many rows it read: where a price change waits between its commit and the answer.
+   */
+  readonly listRefresh = new Histogram({
+    name: 'api_list_body_refresh_seconds',
+    help: 'Refreshes of patched list bodies by how: patch (the changed rows), or a rebuild from every row because nothing was cached (first), anything may have changed (reset) or a patch was refused (refused)',
+    labelNames: ['how'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly listRefreshRows = new Histogram({
+    name: 'api_list_body_refresh_rows',
+    help: 'Rows read by a refresh of a patched list body, by how (see api_list_body_refresh_seconds)',
+    labelNames: ['how'],
+    buckets: [1, 10, 100, 1_000, 10_000, 100_000],
+    registers: [this.registry],
+  });
   /** The caches whose own counters are reported at scrape time (they count without knowing of Prometheus). */
   private caches: Record<string, { stats: CacheStats }> = {};
 

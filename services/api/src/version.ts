@@ -119,14 +119,25 @@ export class ReadModelVersion {
   private derivedCount = 0;
   private resetCount = 0;
   private readonly tick: NodeJS.Timeout;
+  private readonly listeners: (() => void)[] = [];
 
   constructor(fallbackMs = 300_000) {
     // The fallback moves everything but is not a reset: nothing said rows may have gone.
     this.tick = setInterval(() => {
       this.all++;
       this.global++;
+      this.moved();
     }, fallbackMs);
     this.tick.unref();
+  }
+
+  /** `listener` is called after every move of any part (caches that refresh ahead of requests). */
+  onBump(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  private moved(): void {
+    for (const l of this.listeners) l();
   }
 
   /**
@@ -162,13 +173,14 @@ export class ReadModelVersion {
       this.all++;
       this.global++;
       this.resetCount++;
-      return;
+    } else {
+      for (const t of tags) {
+        if (t === 'derived') this.derivedCount++;
+        else this.tags.set(t, (this.tags.get(t) ?? 0) + 1);
+      }
+      if (tags.some((t) => t !== 'derived')) this.all++;
     }
-    for (const t of tags) {
-      if (t === 'derived') this.derivedCount++;
-      else this.tags.set(t, (this.tags.get(t) ?? 0) + 1);
-    }
-    if (tags.some((t) => t !== 'derived')) this.all++;
+    this.moved();
   }
 
   stop(): void {
