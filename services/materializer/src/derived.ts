@@ -34,7 +34,8 @@ export function statsAggregates(l: string, d: string): string {
 
 /**
  * Recomputes the statistics of the listings rows selected by `targets`, a query returning
- * (market, market_hash_name, phase, d) with d the stats day to compute for.
+ * (market, market_hash_name, phase, d) with d the stats day to compute for. Returns the rows
+ * whose values changed (only those are written).
  */
 export async function refreshStats(client: PoolClient, targets: string, params: unknown[] = []): Promise<number> {
   const res = await client.query(
@@ -65,7 +66,17 @@ export async function refreshStats(client: PoolClient, targets: string, params: 
        is_outlier = listing_outlier(c.price, a.m7, a.peer),
        confidence = listing_confidence(c.price, c.count, a.m7, a.peer)
      FROM (SELECT a.*, peers.peer FROM a LEFT JOIN peers USING (market, market_hash_name, phase)) a
-     WHERE c.market = a.market AND c.market_hash_name = a.market_hash_name AND c.phase = a.phase`,
+     WHERE c.market = a.market AND c.market_hash_name = a.market_hash_name AND c.phase = a.phase
+       -- Only rows whose values move are written: a rewrite with equal values is a new row
+       -- version all the same, which the API's patched lists read as a change (and autovacuum
+       -- must clean up). A complete cycle rolls every row's stats day over once a day, and
+       -- history restates rows whose closes it may not change.
+       AND (c.stats_day, c.base_1d, c.base_7d, c.base_30d, c.base_90d, c.avg_7d, c.avg_30d, c.avg_90d, c.median_7d,
+            c.change_24h, c.change_7d, c.change_30d, c.change_90d, c.is_outlier, c.confidence)
+           IS DISTINCT FROM
+           (a.d, a.b1, a.b7, a.b30, a.b90, a.a7, a.a30, a.a90, a.m7,
+            pct_change(c.price, a.b1), pct_change(c.price, a.b7), pct_change(c.price, a.b30), pct_change(c.price, a.b90),
+            listing_outlier(c.price, a.m7, a.peer), listing_confidence(c.price, c.count, a.m7, a.peer))`,
     params,
   );
   return res.rowCount ?? 0;
