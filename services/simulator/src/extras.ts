@@ -369,10 +369,11 @@ export class Extras {
     for (const first of this.model.listings(market, hours[0]!)) {
       const item = first.item;
       // A state is fixed between change points: computed once per change point of the day
-      // (a handful), not per bucket (144), unless an override may change it anywhere.
+      // (a handful), not per bucket (144), unless its override may change it anywhere.
       const states = new Map<number, ListingState>();
+      const overridden = this.model.hasOverride(market, item);
       const state = (t: number): ListingState => {
-        if (this.model.overridden) return this.model.listing(item, market, t);
+        if (overridden) return this.model.listing(item, market, t);
         const c = this.model.lastChange(item, m, Math.floor(t / BUCKET_MS));
         let s = states.get(c);
         if (s === undefined) states.set(c, (s = this.model.listing(item, market, t)));

@@ -278,3 +278,28 @@ describe('MarketModel: overrides', () => {
     expect(model.listing(item, 'cn-b', at)).toEqual(newModel().listing(item, 'cn-b', at));
   });
 });
+
+describe('MarketModel: caches while overrides exist', () => {
+  it('memo and listings follow an override that comes in force inside a bucket, and cache otherwise', () => {
+    const model = newModel();
+    const item = catalogue[0] as CatalogueItem;
+    let computed = 0;
+    const compute = () => ++computed;
+    model.setOverride('cn-a', item, { priceMinor: 4_242, count: 1, from: T0 + 60_000 });
+    // Before the override holds: one computation for every page of the bucket.
+    expect(model.memo('all', T0, compute)).toBe(1);
+    expect(model.memo('all', T0 + 30_000, compute)).toBe(1);
+    // In force from T0 + 1 min, the same bucket: computed again, then cached again.
+    expect(model.memo('all', T0 + 90_000, compute)).toBe(2);
+    expect(model.memo('all', T0 + 120_000, compute)).toBe(2);
+    const before = model.listings('cn-a', T0 + 30_000).find((l) => l.item.index === item.index);
+    const after = model.listings('cn-a', T0 + 90_000);
+    expect(before?.priceMinor).not.toBe(4_242);
+    expect(after.find((l) => l.item.index === item.index)?.priceMinor).toBe(4_242);
+    expect(model.listings('cn-a', T0 + 95_000)).toBe(after); // the merged list is cached
+    // A new override (a new set) is seen at once.
+    model.setOverride('cn-a', item, { priceMinor: 5_353, count: 1, from: T0 + 60_000 });
+    expect(model.listings('cn-a', T0 + 95_000).find((l) => l.item.index === item.index)?.priceMinor).toBe(5_353);
+    expect(model.memo('all', T0 + 120_000, compute)).toBe(3);
+  });
+});

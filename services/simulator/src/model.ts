@@ -93,6 +93,8 @@ export class MarketModel {
   readonly nameIndex: ReadonlyMap<string, number>;
   /** Snapshot cache per (market, bucket): pages of one poll cycle read the same state. */
   private readonly cache = new Map<string, ListingTruth[]>();
+  /** The same with the overrides in force merged in, per (market, bucket, version, in force). */
+  private readonly merged = new Map<string, ListingTruth[]>();
 
   constructor(
     readonly catalogue: readonly CatalogueItem[],
@@ -180,16 +182,35 @@ export class MarketModel {
     }
     const active = [...this.overrides.values()].filter((o) => o.market === market && t >= o.from);
     if (active.length === 0) return snap;
+    // Merged once per (bucket, overrides set, overrides in force): every page of a cycle asks,
+    // and a merge is a map and a sort of the whole market (a benchmark's overrides made the
+    // simulator the busiest process of the machine it measures).
+    const mergedKey = `${key}:${this.version}:${active.length}`;
+    const cached = this.merged.get(mergedKey);
+    if (cached) return cached;
     const byIndex = new Map(snap.map((l) => [l.item.index, l]));
     for (const o of active) {
       byIndex.set(o.item.index, { item: o.item, priceMinor: o.priceMinor, count: o.priceMinor === null ? 0 : o.count });
     }
-    return [...byIndex.values()].sort((a, b) => a.item.index - b.item.index);
+    const merged = [...byIndex.values()].sort((a, b) => a.item.index - b.item.index);
+    if (this.merged.size > 64) this.merged.clear();
+    this.merged.set(mergedKey, merged);
+    return merged;
   }
 
-  /** Whether any override is set (derived collections then are not cached). */
-  get overridden(): boolean {
-    return this.overrides.size > 0;
+  /**
+   * How many overrides are in force at `t`: an override holds from its `from` on, so for one set
+   * of overrides (one `version`) this count names exactly which are in force.
+   */
+  private inForce(t: number): number {
+    let n = 0;
+    for (const o of this.overrides.values()) if (t >= o.from) n++;
+    return n;
+  }
+
+  /** Whether `item` has an override on `market` (whose state may then change at any moment). */
+  hasOverride(market: MarketSlug, item: CatalogueItem): boolean {
+    return this.overrides.has(overrideKey(market, item.marketHashName, item.phase));
   }
 
   /** Sets one item's state from `from` on (tests: "a price change upstream"). */
@@ -205,12 +226,13 @@ export class MarketModel {
 
   /**
    * Caches a derived collection (all buy orders, all raw listings …) per 10-minute bucket:
-   * the pages of one poll cycle then cost one computation instead of one per page.
-   * An override entry may start inside a bucket, so while overrides exist nothing is cached.
+   * the pages of one poll cycle then cost one computation instead of one per page. An override
+   * may come in force inside a bucket, so the key also names how many are in force (which, for
+   * one set of overrides, says which); not caching at all while overrides existed made every page
+   * recompute its whole collection.
    */
   memo<T>(name: string, t: number, compute: () => T): T {
-    if (this.overrides.size > 0) return compute();
-    const key = `${name}:${Math.floor(t / BUCKET_MS)}:${this.version}`;
+    const key = `${name}:${Math.floor(t / BUCKET_MS)}:${this.version}:${this.inForce(t)}`;
     let v = this.memos.get(key) as T | undefined;
     if (v === undefined) {
       v = compute();
