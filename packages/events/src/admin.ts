@@ -1,6 +1,7 @@
 /** Topic administration: create the project's topics (or a test's own copies) and wait for Kafka. */
 import { AppError } from '@skinprices/domain';
-import type { Kafka } from 'kafkajs';
+// The default import: Node's CommonJS export detection misses kafkajs' ConfigResourceTypes.
+import kafkajs, { type Admin, type Kafka } from 'kafkajs';
 import type { TopicDefinition } from './schemas.js';
 
 /**
@@ -31,28 +32,66 @@ export async function waitForKafka(kafka: Kafka, timeoutMs = 60_000): Promise<{ 
 }
 
 /**
- * Creates missing topics with their partition counts and configs; existing topics are left as
- * they are (idempotent). The replication factor follows the cluster size (1 or 3).
+ * The replication factor new topics get: the broker's own `default.replication.factor` (what the
+ * operator configured for this cluster), not the number of brokers the answering node knows of.
+ * Counting brokers was wrong on a three-node cluster just started: a node that had not yet heard
+ * of the third broker answered two, and topics were created with two replicas for good.
  */
-export async function ensureTopics(kafka: Kafka, topics: readonly TopicDefinition[]): Promise<string[]> {
+async function configuredReplicationFactor(admin: Admin, nodeId: number): Promise<number> {
+  const { resources } = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: [
+      { type: kafkajs.ConfigResourceTypes.BROKER, name: String(nodeId), configNames: ['default.replication.factor'] },
+    ],
+  });
+  const value = resources[0]?.configEntries.find((e) => e.configName === 'default.replication.factor')?.configValue;
+  const rf = Number(value);
+  if (!Number.isInteger(rf) || rf < 1)
+    throw new AppError('kafka_unavailable', `broker ${nodeId} reports default.replication.factor=${String(value)}`);
+  return rf;
+}
+
+/**
+ * Creates missing topics with their partition counts and configs; existing topics are left as
+ * they are (idempotent). Replicated as the cluster's `default.replication.factor` says; while fewer
+ * brokers than that have registered (a cluster still starting), waits up to `waitForBrokersMs`
+ * for them, then fails instead of creating under-replicated topics.
+ */
+export async function ensureTopics(
+  kafka: Kafka,
+  topics: readonly TopicDefinition[],
+  { waitForBrokersMs = 60_000 }: { waitForBrokersMs?: number } = {},
+): Promise<string[]> {
   const admin = kafka.admin();
   await admin.connect();
   try {
     const existing = new Set(await admin.listTopics());
-    const { brokers } = await admin.describeCluster();
-    const replicationFactor = Math.min(3, brokers.length);
     const missing = topics.filter((t) => !existing.has(t.name));
-    if (missing.length > 0) {
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: missing.map((t) => ({
-          topic: t.name,
-          numPartitions: t.partitions,
-          replicationFactor,
-          configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })),
-        })),
-      });
+    if (missing.length === 0) return [];
+    const deadline = Date.now() + waitForBrokersMs;
+    let { brokers } = await admin.describeCluster();
+    const asked = brokers[0];
+    if (!asked) throw new AppError('kafka_unavailable', 'the cluster names no broker');
+    const replicationFactor = await configuredReplicationFactor(admin, asked.nodeId);
+    while (brokers.length < replicationFactor) {
+      if (Date.now() > deadline)
+        throw new AppError(
+          'kafka_unavailable',
+          `${brokers.length} broker(s) registered, default.replication.factor is ${replicationFactor}: ` +
+            `topics not created after ${waitForBrokersMs} ms`,
+        );
+      await new Promise((r) => setTimeout(r, 500));
+      ({ brokers } = await admin.describeCluster());
     }
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: missing.map((t) => ({
+        topic: t.name,
+        numPartitions: t.partitions,
+        replicationFactor,
+        configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })),
+      })),
+    });
     return missing.map((t) => t.name);
   } finally {
     await admin.disconnect();
