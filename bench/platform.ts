@@ -108,7 +108,10 @@ interface Run {
    * /metrics): batch and derive transactions, list body refreshes by how.
    */
   freshness_metrics: Record<string, number>;
-  /** Rows of the six lists' marketplaces observed anew, and liquidity rows changed, meanwhile. */
+  /**
+   * Rows of the six lists' marketplaces observed anew, liquidity rows (inputs) changed and shown
+   * liquidity scores changed, meanwhile.
+   */
   freshness_churn: Record<string, number>;
 }
 
@@ -134,6 +137,7 @@ const WATCHED = [
   'api_list_body_refresh_seconds_count',
   'api_list_body_refresh_seconds_bucket{le="1"',
   'api_list_body_refresh_rows_sum',
+  'api_list_body_patched_rows',
 ];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -357,13 +361,20 @@ async function platformRun(run: number): Promise<Run> {
       }
       changes.push(...batch);
     }
-    // What the lists' patches had to follow: listing rows observed anew and liquidity rows whose
-    // values changed while the changes were awaited (each of the latter changes the item's row in
-    // every list), against the lists' sizes.
-    const { rows: churnRows } = await db.query<{ listed: string; observed: string; liquidity: string }>(
+    // What the lists' patches had to follow: listing rows observed anew and liquidity scores that
+    // changed while the changes were awaited (each of the latter changes the item's row in every
+    // list), against the lists' sizes; and the liquidity rows whose inputs changed (before
+    // migration 0013 each of those, too, changed the item's row in every list).
+    const { rows: churnRows } = await db.query<{
+      listed: string;
+      observed: string;
+      liquidity: string;
+      liquidity_score: string;
+    }>(
       `SELECT (SELECT count(*) FROM ${tag}.listings_current WHERE market = ANY($1) AND price IS NOT NULL) AS listed,
               (SELECT count(*) FROM ${tag}.listings_current WHERE market = ANY($1) AND observed_at >= $2) AS observed,
-              (SELECT count(*) FROM ${tag}.item_liquidity WHERE as_of >= $2) AS liquidity`,
+              (SELECT count(*) FROM ${tag}.item_liquidity WHERE as_of >= $2) AS liquidity,
+              (SELECT count(*) FROM ${tag}.item_liquidity_score WHERE as_of >= $2) AS liquidity_score`,
       [LIST_MARKETS, freshnessStart],
     );
     const churn = Object.fromEntries(Object.entries(churnRows[0] ?? {}).map(([k, v]) => [k, Number(v)]));

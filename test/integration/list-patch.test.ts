@@ -66,15 +66,22 @@ describe('patched list bodies over the read model', () => {
     } finally {
       slow.release();
     }
-    // A liquidity row written (the deriver's merge) changes the listing row the view joins it to.
+    // A score written (the deriver's merge) changes the listing row the view joins it to.
     const before = await read.listingRows(MARKET);
     await pool.query(
-      `INSERT INTO item_liquidity (market_hash_name, phase, listings, score, as_of) VALUES ($1, '', 3, 42.5, now())`,
+      `INSERT INTO item_liquidity_score (market_hash_name, phase, score, as_of) VALUES ($1, '', 42.5, now())`,
       [name(11)],
     );
     const liquid = await read.listingRows(MARKET, before.snapshot);
     expect(namesOf(liquid.rows)).toEqual([name(11)]);
     expect(liquid.rows[0]?.json).toContain('"liquidity":"42.50"');
+    // The score's inputs moving does not (migration 0013): only the score is shown.
+    await pool.query(
+      `INSERT INTO item_liquidity (market_hash_name, phase, listings, best_bid, score, as_of) VALUES ($1, '', 3, 12.5, 42.5, now())`,
+      [name(11)],
+    );
+    await pool.query(`UPDATE item_liquidity SET listings = 4, best_bid = 13 WHERE market_hash_name = $1`, [name(11)]);
+    expect((await read.listingRows(MARKET, liquid.snapshot)).rows).toEqual([]);
     // Rows frozen by VACUUM keep their old transaction ids: still nothing new.
     const now = await read.listingRows(MARKET);
     await pool.query('VACUUM (FREEZE) listings_current');

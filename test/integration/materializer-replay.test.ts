@@ -137,6 +137,7 @@ describe('materializer: replay', () => {
       'order_book_current',
       'sales',
       'item_liquidity',
+      'item_liquidity_score',
       'market_cap_hourly',
       'poll_cycles',
     ])

@@ -136,9 +136,11 @@ describe('SegmentedList: a list body patched by segments', () => {
     // the body is the same object, nothing recompressed.
     expect(await list.patch(rows.map((r) => ({ key: r.key, json: r.json })))).toBe(true);
     expect(list.body).toBe(before);
+    expect(list.lastUnchanged).toBe(2_000);
     // Unchanged rows everywhere and one change: only its segment is new.
     const changed = rows.map((r, i) => (i === 1_500 ? row(1_500, '7.77') : r));
     expect(await list.patch(changed.map((r) => ({ key: r.key, json: r.json })))).toBe(true);
+    expect(list.lastUnchanged).toBe(1_999);
     const text = inflateRawSync(list.body.headGzip.subarray(10), { finishFlush: 2 }).toString();
     expect(text).toBe(expected(changed));
     expect(list.body.headGzip.subarray(0, 2_000).equals(before.headGzip.subarray(0, 2_000))).toBe(true);

@@ -148,6 +148,9 @@ export class SegmentedList {
     return new SegmentedList(segments, index, digests, open, close);
   }
 
+  /** Rows the last applied patch named whose JSON was the same as held (nothing rewritten for them). */
+  lastUnchanged = 0;
+
   get size(): number {
     return this.index.size;
   }
@@ -178,6 +181,7 @@ export class SegmentedList {
     const added: RowChange[] = [];
     /** Digests of the rows written or placed, recorded if the patch is applied. */
     const written = new Map<string, string>();
+    let unchanged = 0;
     // One change per key, the last (a read names each row once; this keeps a patch well defined).
     for (const c of new Map(changes.map((x) => [x.key, x])).values()) {
       const at = this.index.get(c.key);
@@ -188,7 +192,10 @@ export class SegmentedList {
         continue;
       }
       // Written again with the same content: nothing to recompress.
-      if (d !== undefined && this.digests.get(c.key) === d) continue;
+      if (d !== undefined && this.digests.get(c.key) === d) {
+        unchanged++;
+        continue;
+      }
       const w = open(at);
       const i = w.keys.indexOf(c.key);
       if (c.json === null) {
@@ -222,6 +229,7 @@ export class SegmentedList {
       if (next.length === waiting.length) return false;
       waiting = next;
     }
+    this.lastUnchanged = unchanged;
     if (work.size === 0) return true;
     for (const w of work.values()) if (w.rows.length === 0 || w.rows.length > MAX_SEGMENT_ROWS) return false;
     const rebuilt = [...work].map(([at, w]) => segment(at, w.keys, w.rows).then((seg): [number, Segment] => [at, seg]));
@@ -312,7 +320,8 @@ const AHEAD_FOR_MS = 120_000;
 
 export class ListBodyCache {
   private readonly cache: VersionedCache<ListState>;
-  private readonly refreshes = { patches: 0, rebuilds: 0, ahead: 0 };
+  /** `rowsPatched`: rows patches read; `rowsUnchanged`: of those, rows whose JSON had not changed. */
+  private readonly refreshes = { patches: 0, rebuilds: 0, ahead: 0, rowsPatched: 0, rowsUnchanged: 0 };
   /** Lists asked for recently: their source and when they were last asked for. */
   private readonly asked = new Map<string, { source: ListSource; at: number }>();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -331,7 +340,15 @@ export class ListBodyCache {
     this.cache = new VersionedCache(version, minAgeMs, undefined, COST_FACTOR);
   }
 
-  get stats(): { hits: number; misses: number; patches: number; rebuilds: number; ahead: number } {
+  get stats(): {
+    hits: number;
+    misses: number;
+    patches: number;
+    rebuilds: number;
+    ahead: number;
+    rowsPatched: number;
+    rowsUnchanged: number;
+  } {
     return { ...this.cache.stats, ...this.refreshes };
   }
 
@@ -396,6 +413,8 @@ export class ListBodyCache {
       const { snapshot, changes } = await source.since(previous.snapshot, (key) => previous.list.has(key));
       if (await previous.list.patch(changes)) {
         this.refreshes.patches++;
+        this.refreshes.rowsPatched += changes.length;
+        this.refreshes.rowsUnchanged += previous.list.lastUnchanged;
         this.observe(name, 'patch', took(), changes.length);
         this.lookAgain();
         return { ...previous, snapshot };

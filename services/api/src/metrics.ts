@@ -8,6 +8,8 @@ interface CacheStats {
   misses: number;
   patches?: number;
   rebuilds?: number;
+  rowsPatched?: number;
+  rowsUnchanged?: number;
 }
 
 export class ApiMetrics {
@@ -77,6 +79,20 @@ export class ApiMetrics {
           if (c.stats.patches === undefined) continue;
           this.set({ cache: name, how: 'patch' }, c.stats.patches);
           this.set({ cache: name, how: 'rebuild' }, c.stats.rebuilds ?? 0);
+        }
+      },
+    });
+    new Gauge({
+      name: 'api_list_body_patched_rows',
+      help: 'Rows read by patches of list bodies since start, by cache and result (changed: rewritten, added or removed; unchanged: the same JSON as held, nothing recompressed)',
+      labelNames: ['cache', 'result'],
+      registers: [this.registry],
+      collect() {
+        for (const [name, c] of Object.entries(caches())) {
+          if (c.stats.rowsPatched === undefined) continue;
+          const unchanged = c.stats.rowsUnchanged ?? 0;
+          this.set({ cache: name, result: 'changed' }, c.stats.rowsPatched - unchanged);
+          this.set({ cache: name, result: 'unchanged' }, unchanged);
         }
       },
     });

@@ -39,6 +39,7 @@ const TABLES: Readonly<Record<string, { columns: string; order: string }>> = {
     columns: 'market_hash_name, phase, listings, sales_7d, best_bid, lowest_ask, score',
     order: 'market_hash_name, phase',
   },
+  item_liquidity_score: { columns: 'market_hash_name, phase, score', order: 'market_hash_name, phase' },
   market_cap_hourly: { columns: '*', order: 'hour' },
   market_cap_daily: { columns: '*', order: 'day' },
   read_model_clock: { columns: '*', order: 'id' },

@@ -100,6 +100,10 @@ export async function rollStatsForward(client: PoolClient, market: string, now: 
  * listing drop out. Rewriting all ~35k rows on every applied marker made every row "changed" for
  * the API's patched list bodies (which read the rows written since their last snapshot) and left
  * as many dead row versions for autovacuum each time.
+ *
+ * The shown score is kept apart (item_liquidity_score, migration 0013) and written only when it
+ * changes: the inputs move with every marketplace's counts and books and with the clock, the
+ * score far less often, and the lists read the score's row versions, not the inputs'.
  */
 export async function refreshLiquidity(client: PoolClient, now: Date): Promise<void> {
   await client.query(
@@ -134,10 +138,20 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<v
                               / (1 + (velocity IS NOT NULL)::int + (spread IS NOT NULL)::int), 2) END AS score
        FROM parts
      ),
-     -- Disjoint from the upsert's rows (those are in fresh), so one statement may do both.
+     -- Disjoint from the upserts' rows (those are in fresh), so one statement may do all four.
      gone AS (
        DELETE FROM item_liquidity i
        WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.market_hash_name = i.market_hash_name AND f.phase = i.phase)
+     ),
+     gone_score AS (
+       DELETE FROM item_liquidity_score i
+       WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.market_hash_name = i.market_hash_name AND f.phase = i.phase)
+     ),
+     scored AS (
+       INSERT INTO item_liquidity_score AS i (market_hash_name, phase, score, as_of)
+       SELECT market_hash_name, phase, score, $1 FROM fresh
+       ON CONFLICT (market_hash_name, phase) DO UPDATE SET score = excluded.score, as_of = excluded.as_of
+       WHERE i.score IS DISTINCT FROM excluded.score
      )
      INSERT INTO item_liquidity AS i (market_hash_name, phase, listings, sales_7d, best_bid, lowest_ask, score, as_of)
      SELECT market_hash_name, phase, n, s7, bid, ask, score, $1 FROM fresh
