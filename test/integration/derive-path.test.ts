@@ -6,7 +6,9 @@
  * The derive path is held up from outside by taking its advisory lock on another connection —
  * the way a second materializer process's long derive transaction would hold it. Prices must
  * still become visible at once; the marker waits (freshness still names the previous cycle);
- * released, the marker applies, and what the cycle did not see has no price.
+ * released, the marker applies, and what the cycle did not see has no price. The markers'
+ * transaction commits before the recomputation it queues (liquidity, market cap: migration 0014),
+ * so a recomputation held up does not hold up the markers or ingest.
  */
 import type { Pool, PoolClient } from '@skinprices/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -134,6 +136,56 @@ describe('derive path apart from ingest', () => {
       expect(after[0]).toEqual({ price: null, count: 0 });
       expect(await priced()).toBe(before - 1);
       expect(await freshness()).toBe(second.marker.cycle_id);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+  }, 60_000);
+
+  it('commits the markers before liquidity and the market cap are recomputed (their row locks do not wait for it)', async () => {
+    const { records } = (await sim.control('GET', '/_sim/truth?market=cn-b&kind=listings')) as {
+      records: { market_hash_name: string; phase: string; price: string | null }[];
+    };
+    const moved = records.filter((r) => r.price !== null)[5]!;
+    const priceOf = async () =>
+      (
+        await pool.query<{ price: string }>(
+          `SELECT price::text FROM listings_current WHERE market = 'cn-b' AND market_hash_name = $1 AND phase = $2`,
+          [moved.market_hash_name, moved.phase],
+        )
+      ).rows[0]?.price;
+    const pending = async () =>
+      (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM derive_pending')).rows[0]!.n;
+    // The recomputation writes item_liquidity: held here, it waits (holding the derive lock).
+    const holder: PoolClient = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE item_liquidity IN SHARE ROW EXCLUSIVE MODE');
+      const third = await poller.runOnce('LISTINGS');
+      // The marker is applied and committed (freshness names it) while the recomputation it
+      // queued cannot run: with both in one transaction, nothing of it would be visible yet.
+      await until('the marker applied', async () => ((await applied(third.marker.cycle_id)) ? true : undefined));
+      expect(await pending()).toBeGreaterThan(0);
+      // Ingest goes on meanwhile: the deriver is stuck on item_liquidity, not on listing rows.
+      await sim.control('POST', '/_sim/override', {
+        market: 'cn-b',
+        market_hash_name: moved.market_hash_name,
+        phase: moved.phase,
+        price: '23456.78',
+      });
+      await poller.runOnce('LISTINGS');
+      expect(
+        await until('the next price visible', async () => ((await priceOf()) === '23456.78' ? true : undefined)),
+      ).toBe(true);
+      expect(await pending()).toBeGreaterThan(0);
+      await holder.query('COMMIT');
+      // Released: the queue is worked off, and liquidity is what a full recompute gives now.
+      await until('the queue worked off', async () => ((await pending()) === 0 ? true : undefined));
+      const { rows } = await pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM item_liquidity l JOIN item_liquidity_score s USING (market_hash_name, phase)
+         WHERE l.score IS DISTINCT FROM s.score`,
+      );
+      expect(rows[0]?.n).toBe(0);
     } finally {
       await holder.query('ROLLBACK').catch(() => undefined);
       holder.release();

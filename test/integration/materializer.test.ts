@@ -15,6 +15,7 @@ import {
   startPoller,
   startSimulator,
   type Sim,
+  DERIVED_SQL,
 } from '../support/pipeline.js';
 import { TestStack } from '../support/stack.js';
 
@@ -44,8 +45,8 @@ describe('materializer: listings', () => {
     const { marker } = await poller.runOnce('LISTINGS');
     const deadline = Date.now() + 20_000;
     for (;;) {
-      const { rows } = await pool.query('SELECT applied_at FROM poll_cycles WHERE cycle_id = $1', [marker.cycle_id]);
-      if (rows[0]?.applied_at) return marker;
+      const { rows } = await pool.query<{ done: boolean }>(DERIVED_SQL, [marker.cycle_id]);
+      if (rows[0]?.done) return marker;
       if (Date.now() > deadline) throw new Error(`marker ${marker.cycle_id} not applied`);
       await new Promise((r) => setTimeout(r, 100));
     }

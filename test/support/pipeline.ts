@@ -179,12 +179,19 @@ export async function startMaterializer(
   return materializer;
 }
 
-/** Waits until the materializer has applied the marker of `cycleId`. */
+/**
+ * Whether the marker of `cycleId` is applied and what it queued recomputed (liquidity, market cap:
+ * the derive path's second transaction, migration 0014).
+ */
+export const DERIVED_SQL = `SELECT applied_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM derive_pending) AS done
+  FROM poll_cycles WHERE cycle_id = $1`;
+
+/** Waits until the materializer has applied the marker of `cycleId` and recomputed what it queued. */
 export async function untilApplied(pool: Pool, cycleId: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { rows } = await pool.query('SELECT applied_at FROM poll_cycles WHERE cycle_id = $1', [cycleId]);
-    if (rows[0]?.applied_at) return;
+    const { rows } = await pool.query<{ done: boolean }>(DERIVED_SQL, [cycleId]);
+    if (rows[0]?.done) return;
     if (Date.now() > deadline) throw new Error(`marker ${cycleId} not applied within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }

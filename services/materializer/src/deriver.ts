@@ -11,6 +11,12 @@
  * freshness p99 12.6 s, a cold catalogue 145 s (bench/bottlenecks.md). Now a batch commits what
  * it read and nothing else; this loop catches up behind it.
  *
+ * Each round is two transactions: the markers' (what a COMPLETE cycle implies, statistics, the
+ * outlier guard, freshness, the clock — row locks on listings_current that ingest batches wait
+ * for) commits first and queues the recomputation (derive_pending, migration 0014); the second
+ * recomputes liquidity and the market cap, writing no table ingest writes. Together, under the
+ * platform benchmark's load, they took ~27 s with the row locks held throughout.
+ *
  *   idle ──poke()/tick──▶ deriving ──nothing ready / lock held elsewhere──▶ idle
  *                           │  ▲
  *                           └──┘ markers applied: look again (more may have become ready)
@@ -33,7 +39,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Pool, PoolClient } from '@skinprices/store';
 import { dropOldHourPartitions } from './derived.js';
-import { applyReadyMarkers } from './markers.js';
+import { applyReadyMarkers, recomputeDerived } from './markers.js';
 
 export type DeriverState = 'idle' | 'deriving' | 'stopping' | 'stopped';
 
@@ -49,11 +55,21 @@ export interface DeriverOptions {
   intervalMs?: number;
 }
 
-/** What a listener hears after each derive transaction that applied markers. */
+/** The derive path's two transactions: applying markers, and recomputing what they queued. */
+export type DeriveStep = 'markers' | 'recompute';
+
+/** What a listener hears after each derive transaction that did something. */
 export interface DeriveReport {
+  step: DeriveStep;
+  /** The markers applied (step `markers`). */
   markers: string[];
   /** Wall time of the transaction, in ms. */
   ms: number;
+}
+
+/** Tells the API's listeners what a derive transaction changed, when (and only if) it commits. */
+async function notify(client: PoolClient, tags: readonly string[]): Promise<void> {
+  await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema() || chr(9) || $1)`, [tags.join(',')]);
 }
 
 /** The advisory lock key of a schema's derive path (one deriver at a time). */
@@ -150,56 +166,76 @@ export class Deriver {
     for (const { name } of rows) await client.query(`ANALYZE ${name}`);
   }
 
-  /** One derive transaction; returns how many markers it applied (0: none ready, or locked elsewhere). */
+  /**
+   * One round of the derive path: the markers' transaction, then the recomputation's; returns how
+   * many markers it applied plus 1 if it recomputed (0: nothing to do, or locked elsewhere).
+   */
   private async deriveOnce(wait: boolean): Promise<number> {
-    const { pool } = this.deps;
-    const t0 = performance.now();
-    const client = await pool.connect();
-    let markers: string[] = [];
+    const client = await this.deps.pool.connect();
     try {
       await this.analyzeGrown(client);
-      await client.query('BEGIN');
-      try {
-        // Markers sort and aggregate whole marketplaces (the catalogue's rows per item, liquidity):
-        // the default 4 MB spilled those sorts to disk.
-        await client.query(`SET LOCAL work_mem = '64MB'`);
-        if (wait) await client.query(`SELECT pg_advisory_xact_lock(${DERIVE_LOCK})`);
-        else {
-          const { rows } = await client.query<{ ok: boolean }>(
-            `SELECT pg_try_advisory_xact_lock(${DERIVE_LOCK}) AS ok`,
-          );
-          if (!rows[0]?.ok) {
-            await client.query('ROLLBACK');
-            return 0;
-          }
-        }
+      const markers = await this.locked(client, wait, 'markers', async () => {
         const touched = new Set<string>();
-        markers = await applyReadyMarkers(client, this.options.groupId, {
+        const applied = await applyReadyMarkers(client, this.options.groupId, {
           outbox: this.options.outbox ?? true,
           logger: this.deps.logger,
           touched,
         });
-        // Readers hear of it when, and only if, it commits: `derived` for what every marker
-        // recomputes (statistics, liquidity, market cap, the clock: every list, slowly moving),
-        // and the tags of the lists whose rows the markers removed (price changes, like ingest's).
-        if (markers.length > 0)
-          await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema() || chr(9) || $1)`, [
-            ['derived', ...touched].join(','),
-          ]);
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      }
-      if (markers.length > 0) {
-        await this.retain(client);
-        const report = { markers, ms: performance.now() - t0 };
-        for (const l of this.listeners) l(report);
-      }
-      return markers.length;
+        // Readers hear of it when, and only if, it commits: `derived` for the statistics, outlier
+        // flags and the clock (every list, slowly moving), and the tags of the lists whose rows
+        // the markers removed (price changes, like ingest's).
+        if (applied.length > 0) await notify(client, ['derived', ...touched]);
+        return applied;
+      });
+      // Its own transaction, after the markers' has released its row locks (migration 0014).
+      const recomputed = await this.locked(client, wait, 'recompute', async () => {
+        const done = await recomputeDerived(client);
+        if (done) await notify(client, ['derived']);
+        return done ? ['recompute'] : [];
+      });
+      if (markers.length > 0) await this.retain(client);
+      return markers.length + recomputed.length;
     } finally {
       client.release();
     }
+  }
+
+  /**
+   * `work` in a transaction holding the derive lock (try, or wait); reports what it returned to
+   * the listeners. Returns [] without running it when another deriver holds the lock.
+   */
+  private async locked(
+    client: PoolClient,
+    wait: boolean,
+    step: DeriveStep,
+    work: () => Promise<string[]>,
+  ): Promise<string[]> {
+    const t0 = performance.now();
+    let done: string[];
+    await client.query('BEGIN');
+    try {
+      // Markers sort and aggregate whole marketplaces (the catalogue's rows per item, liquidity):
+      // the default 4 MB spilled those sorts to disk.
+      await client.query(`SET LOCAL work_mem = '64MB'`);
+      if (wait) await client.query(`SELECT pg_advisory_xact_lock(${DERIVE_LOCK})`);
+      else {
+        const { rows } = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(${DERIVE_LOCK}) AS ok`);
+        if (!rows[0]?.ok) {
+          await client.query('ROLLBACK');
+          return [];
+        }
+      }
+      done = await work();
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+    if (done.length > 0) {
+      const report: DeriveReport = { step, markers: step === 'markers' ? done : [], ms: performance.now() - t0 };
+      for (const l of this.listeners) l(report);
+    }
+    return done;
   }
 
   /** Drops hourly partitions past the window, without ever waiting long for ingest's locks. */

@@ -184,7 +184,7 @@ export async function applyReadyMarkers(
     client,
     applied.filter((m) => m.kind === 'LISTINGS'),
   );
-  if (applied.length > 0) await recomputeDerived(client, applied);
+  if (applied.length > 0) await queueDerived(client, applied);
   return applied.map((m) => m.cycle_id);
 }
 
@@ -341,34 +341,60 @@ async function judgeAgain(client: PoolClient, markers: readonly PollCycleRow[]):
 }
 
 /**
- * Values that depend on the read model's clock, recomputed once per transaction after its
- * markers. Deterministic for replays: the clock only moves forward (to the latest finished_at),
- * and every data record is followed by its cycle's marker, so the last recomputation of a
- * replay and of the live run both see all data at the same clock.
+ * After markers: the clock moves to the latest finished_at, and the values that depend on it are
+ * queued for recomputeDerived, which runs in a transaction of its own (migration 0014: these row
+ * locks are not held while it runs).
  */
-async function recomputeDerived(client: PoolClient, applied: readonly PollCycleRow[]): Promise<void> {
+async function queueDerived(client: PoolClient, applied: readonly PollCycleRow[]): Promise<void> {
   const latest = applied.reduce((a, m) => (m.finished_at > a ? m.finished_at : a), applied[0]!.finished_at);
-  const now = await advanceClock(client, latest);
-  // On every applied marker, not only those of its input kinds: the result depends on the clock,
-  // and a replay groups markers into transactions differently from the live run.
-  await refreshLiquidity(client, now);
+  await advanceClock(client, latest);
   // The market cap of an hour reads CN-A's snapshots, the other CNY marketplaces' (its cleaning
   // judges against them) and item_markets, which every marketplace's listings write (the
   // catalogue: items on two marketplaces). So every listings cycle, of any marketplace and any
-  // outcome (a failed cycle's sent rows are in too), recomputes the hours it spans: the last one
+  // outcome (a failed cycle's sent rows are in too), queues the hours it spans: the last one
   // to cover an hour has seen all the data of that hour, in a replay, live, and with the
   // partitions split among several materializers. Recomputing on the CNY marketplaces' complete
   // cycles only left an hour's catalogue to whichever of EU-A's or the store's new items had
   // been ingested by then: two materializers and one disagreed on market_cap_hourly
   // (scale-out.test.ts, on a fresh CI machine).
-  // The hours of every such cycle in the transaction, each computed once (marketplaces finishing
-  // together cover the same hours), in runs of consecutive hours.
-  const spans = applied
-    .filter((m) => m.kind === 'LISTINGS')
-    .map((m) => ({ from: m.started_at.getTime(), to: m.finished_at.getTime() }));
+  const spans = applied.filter((m) => m.kind === 'LISTINGS').map((m) => [m.started_at, m.finished_at]);
+  // Liquidity on every applied marker, not only those of its input kinds: the result depends on
+  // the clock, and a replay groups markers into transactions differently from the live run.
+  await client.query(
+    `INSERT INTO derive_pending (cap_from, cap_to)
+     SELECT * FROM unnest($1::timestamptz[], $2::timestamptz[])
+     UNION ALL SELECT NULL, NULL WHERE cardinality($1::timestamptz[]) = 0`,
+    [spans.map((s) => s[0]), spans.map((s) => s[1])],
+  );
+}
+
+/**
+ * Values that depend on the read model's clock, recomputed for what queueDerived queued, in a
+ * transaction that writes no table ingest writes. Deterministic for replays: the clock only moves
+ * forward (to the latest finished_at), and every data record is followed by its cycle's marker,
+ * so the last recomputation of a replay and of the live run both see all data at the same clock.
+ * Returns whether anything was queued.
+ */
+export async function recomputeDerived(client: PoolClient): Promise<boolean> {
+  const { rows } = await client.query<{ id: string; cap_from: Date | null; cap_to: Date | null }>(
+    'SELECT id, cap_from, cap_to FROM derive_pending ORDER BY id',
+  );
+  if (rows.length === 0) return false;
+  const clock = await client.query<{ now: Date }>('SELECT now FROM read_model_clock');
+  const now = clock.rows[0]?.now;
+  if (now) await refreshLiquidity(client, now);
+  // The hours of every queued cycle, each computed once (marketplaces finishing together cover the
+  // same hours), in runs of consecutive hours.
+  const spans = rows.flatMap((r) =>
+    r.cap_from && r.cap_to ? [{ from: r.cap_from.getTime(), to: r.cap_to.getTime() }] : [],
+  );
   for (const run of hourRuns(spans)) await refreshMarketCap(client, new Date(run.from), new Date(run.to));
+  // By id: rows queued meanwhile (by a markers' transaction that committed after this one's
+  // snapshot) are not in `rows` and stay for the next run.
+  await client.query('DELETE FROM derive_pending WHERE id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
   // Retention (dropping old hourly partitions) runs after this commits, in a transaction of its
   // own (deriver.ts): its exclusive lock on listing_hourly must not wait behind this one.
+  return true;
 }
 
 const HOUR_MS = 3_600_000;

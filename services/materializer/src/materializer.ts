@@ -225,7 +225,7 @@ export class Materializer {
       { pool, logger },
     );
     deriver.onDerive((r) => {
-      metrics?.deriveSeconds.observe(r.ms / 1000);
+      metrics?.deriveSeconds.observe({ step: r.step }, r.ms / 1000);
       metrics?.markers.inc(r.markers.length);
       for (const l of this.deriveListeners) l(r);
     });
