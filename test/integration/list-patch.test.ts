@@ -75,6 +75,10 @@ describe('patched list bodies over the read model', () => {
     const liquid = await read.listingRows(MARKET, before.snapshot);
     expect(namesOf(liquid.rows)).toEqual([name(11)]);
     expect(liquid.rows[0]?.json).toContain('"liquidity":"42.50"');
+    // Scores left for later (null) are not read; read from an older snapshot, they are.
+    expect((await read.listingRows(MARKET, before.snapshot, undefined, null)).rows).toEqual([]);
+    const later = await read.listingRows(MARKET, liquid.snapshot, undefined, before.snapshot);
+    expect(namesOf(later.rows)).toEqual([name(11)]);
     // The score's inputs moving does not (migration 0013): only the score is shown.
     await pool.query(
       `INSERT INTO item_liquidity (market_hash_name, phase, listings, best_bid, score, as_of) VALUES ($1, '', 3, 12.5, 42.5, now())`,

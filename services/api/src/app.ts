@@ -245,7 +245,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // commit touched those, not on every commit of any one; and when only derived values moved,
   // at most every `derived.maxLagMs`.
   const bodies = new BodyCache((name) => deps.version(bodyDeps(name)), 1_000, deps.derived);
-  // Patched lists follow derived values as promptly as their tags: a patch reads only changed rows.
+  // Patched lists follow derived values in their rows (statistics, outlier verdicts) as promptly as
+  // their tags: a patch reads only changed rows. Liquidity scores, which derive transactions change
+  // for thousands of items at once, at most every `derived.maxLagMs` (LiquidityLag).
   const lists = new ListBodyCache(
     (name) => deps.version(bodyDeps(name)) + (deps.derived?.version() ?? 0),
     deps.resets ?? (() => deps.version([])),
@@ -259,6 +261,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       // A refresh this slow holds every price change of its list back: worth a line of its own.
       if (seconds > 1) deps.logger.info({ list, how, seconds, rows }, 'slow list body refresh');
     },
+    deps.derived && { version: () => deps.derived?.version() ?? 0, lagMs: deps.derived.maxLagMs },
   );
   deps.watch?.(() => lists.changed());
   app.addHook('onClose', async () => lists.stop());

@@ -235,6 +235,70 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     ]);
   });
 
+  it('leaves liquidity scores for later, and reads them from the older snapshot once due', async () => {
+    let rows = Array.from({ length: 600 }, (_, i) => row(i));
+    let tags = 0;
+    let derived = 0;
+    let snapshots = 0;
+    const log: string[] = [];
+    let prices: RowChange[] = [];
+    /** Score changes, by the snapshot after which they were written. */
+    const scores: { after: number; change: RowChange }[] = [];
+    const source = {
+      full: async () => {
+        log.push('full');
+        prices = [];
+        return { snapshot: String(++snapshots), rows };
+      },
+      since: async (s: string, _known: (key: string) => boolean, liquidity: string | null) => {
+        log.push(`since ${s} scores ${liquidity ?? '-'}`);
+        const changes = [
+          ...prices,
+          ...(liquidity === null ? [] : scores.filter((x) => x.after >= Number(liquidity)).map((x) => x.change)),
+        ];
+        prices = [];
+        return { snapshot: String(++snapshots), changes };
+      },
+    };
+    const cache = new ListBodyCache(
+      () => tags + derived,
+      () => 0,
+      0,
+      undefined,
+      { version: () => derived, lagMs: 150 },
+    );
+    const set = (i: number, price: string) => {
+      const r = row(i, price);
+      rows = rows.map((x) => (x.key === r.key ? r : x));
+      return { key: r.key, json: r.json };
+    };
+    const get = () => cache.get('prices:x', source, true);
+    await get();
+    // A score moves (a derive transaction): read with the rows only once it is due.
+    scores.push({ after: snapshots, change: set(7, '7.77') });
+    derived++;
+    // A price moves meanwhile: patched at once, the score left for later.
+    prices.push(set(9, '9.99'));
+    tags++;
+    const body = text(await get());
+    expect(body).toContain('"9.99"');
+    expect(body).not.toContain('"7.77"');
+    expect(log).toEqual(['full', 'since 1 scores -']);
+    // Due 150 ms after the full read: refreshed then with no request and no notification, from
+    // the snapshot the scores were last read in.
+    const t0 = Date.now();
+    while (cache.stats.patches < 2 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 5));
+    expect(log).toEqual(['full', 'since 1 scores -', 'since 2 scores 1']);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(50);
+    const now = text(await get());
+    expect(now).toContain('"7.77"');
+    expect(now).toBe(expected(rows));
+    // Nothing owed any more: no further refresh.
+    await new Promise((r) => setTimeout(r, 250));
+    expect(log).toHaveLength(3);
+    cache.stop();
+  });
+
   it('follows a change ahead of requests, at most every minAgeMs, only lists asked for', async () => {
     const f = fixture(100);
     const get = () => f.cache.get('prices:x', f.source);

@@ -271,28 +271,50 @@ export interface ListSource {
   /** Every row of the list, in its order, and the snapshot they were read in. */
   full(): Promise<{ snapshot: string; rows: ListRow[] }>;
   /**
-   * The rows written by transactions `snapshot` did not see (or null: gone), and the new snapshot;
-   * `known` tells which keys the list holds, so that only the others are given their place
-   * (`after`: a look-up each in the database).
+   * The rows whose listing row was written by transactions `snapshot` did not see (or null: gone),
+   * and those whose liquidity score was written by transactions `liquiditySnapshot` did not see
+   * (null: none of those), and the new snapshot; `known` tells which keys the list holds, so that
+   * only the others are given their place (`after`: a look-up each in the database).
    */
-  since(snapshot: string, known: (key: string) => boolean): Promise<{ snapshot: string; changes: RowChange[] }>;
+  since(
+    snapshot: string,
+    known: (key: string) => boolean,
+    liquiditySnapshot: string | null,
+  ): Promise<{ snapshot: string; changes: RowChange[] }>;
 }
 
 /** What a patched list keeps beside its body. */
 interface ListState {
   list: SegmentedList;
-  /** The snapshot the list reflects: the next patch reads what it did not see. */
+  /** The snapshot the list's rows reflect: the next patch reads what it did not see. */
   snapshot: string;
+  /**
+   * The snapshot its liquidity scores reflect (older than `snapshot` when patches left them for
+   * later), when that was read, and the derived version as of then.
+   */
+  liquidity: { snapshot: string; at: number; derived: number };
   /** The resets count (untagged notifications, reconnections) as of the last full build. */
   resets: number;
 }
 
 /**
+ * Liquidity scores in the lists may lag their writes by this long (DERIVED_MAX_LAG_MS): each
+ * derive transaction changes the score of thousands of items (6,128 while the platform bench's 24
+ * price changes were awaited), in every list, and a patch carrying those recompresses most of
+ * its list and holds the list's next price change back behind it (committed → visible 2-4 s).
+ */
+export interface LiquidityLag {
+  /** The derived values' version: it moves when a derive transaction committed. */
+  version: () => number;
+  lagMs: number;
+}
+
+/**
  * Whole-list bodies patched in place (SegmentedList): when what the list depends on moved, only
  * the rows written since the snapshot of its last read are fetched and their segments
- * recompressed, so a body follows every commit of its marketplace, and every derive transaction
- * (statistics, outlier verdicts, liquidity: all in the rows the view joins), within about
- * `minAgeMs`. It is rebuilt from every row the first time, when an untagged notification or a
+ * recompressed, so a body follows every commit of its marketplace, and every derive transaction's
+ * statistics and outlier verdicts (in the listing rows), within about `minAgeMs`; liquidity scores
+ * (the rows the view joins) within the LiquidityLag given. It is rebuilt from every row the first time, when an untagged notification or a
  * reconnection said anything may have changed (rows deleted included: a patch sees only rows
  * that exist), and when a patch is refused (SegmentedList.patch). When to refresh and what to
  * serve meanwhile is VersionedCache's (single-flight, the previous body served while it runs).
@@ -326,6 +348,10 @@ export class ListBodyCache {
   private readonly asked = new Map<string, { source: ListSource; at: number }>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweepAt = Infinity;
+  /** Lists whose patches left liquidity scores for later: when those are due. */
+  private readonly owed = new Map<string, number>();
+  /** Per list, moved when its owed scores fell due: part of its version, so it is refreshed. */
+  private readonly nudges = new Map<string, number>();
 
   constructor(
     /** The version of what a list depends on (its tags and the derived values). */
@@ -334,10 +360,17 @@ export class ListBodyCache {
     private readonly resets: () => number,
     minAgeMs = 1_000,
     private readonly observe: RefreshObserver = () => undefined,
+    /** Absent: every patch reads the scores changed since its last read too. */
+    private readonly liquidity?: LiquidityLag,
   ) {
     // A refresh that took long (a saturated machine, a patch of most of the list) is not started
     // again at once: back to back, six lists' patches would take every CPU the process gets.
-    this.cache = new VersionedCache(version, minAgeMs, undefined, COST_FACTOR);
+    this.cache = new VersionedCache(
+      (name) => version(name) + (this.nudges.get(name) ?? 0),
+      minAgeMs,
+      undefined,
+      COST_FACTOR,
+    );
   }
 
   get stats(): {
@@ -384,6 +417,14 @@ export class ListBodyCache {
     this.sweepTimer = undefined;
     this.sweepAt = Infinity;
     let next = Infinity;
+    for (const [name, due] of this.owed) {
+      if (due > Date.now()) {
+        next = Math.min(next, due - Date.now());
+        continue;
+      }
+      this.owed.delete(name);
+      this.nudges.set(name, (this.nudges.get(name) ?? 0) + 1);
+    }
     for (const [name, { source, at }] of this.asked) {
       if (Date.now() - at > AHEAD_FOR_MS) {
         this.asked.delete(name);
@@ -402,22 +443,34 @@ export class ListBodyCache {
   stop(): void {
     clearTimeout(this.sweepTimer);
     this.asked.clear();
+    this.owed.clear();
   }
 
   private async refresh(name: string, source: ListSource, previous: ListState | undefined): Promise<ListState> {
     const started = performance.now();
     const took = () => (performance.now() - started) / 1000;
     const resets = this.resets();
+    // Read before the rows: a derive transaction committing meanwhile moves it again.
+    const derived = this.liquidity?.version() ?? 0;
     let how: RefreshHow = previous ? 'reset' : 'first';
     if (previous && previous.resets === resets) {
-      const { snapshot, changes } = await source.since(previous.snapshot, (key) => previous.list.has(key));
+      const owed = previous.liquidity;
+      // Scores are read with the rows when they may have moved and are due (or always, without a
+      // lag); otherwise left for later, from the same older snapshot, so none is skipped.
+      const scores = !this.liquidity || (owed.derived !== derived && Date.now() - owed.at >= this.liquidity.lagMs);
+      const { snapshot, changes } = await source.since(
+        previous.snapshot,
+        (key) => previous.list.has(key),
+        scores ? owed.snapshot : null,
+      );
       if (await previous.list.patch(changes)) {
         this.refreshes.patches++;
         this.refreshes.rowsPatched += changes.length;
         this.refreshes.rowsUnchanged += previous.list.lastUnchanged;
         this.observe(name, 'patch', took(), changes.length);
+        if (!scores && owed.derived !== derived && this.liquidity) this.owe(name, owed.at + this.liquidity.lagMs);
         this.lookAgain();
-        return { ...previous, snapshot };
+        return { ...previous, snapshot, liquidity: scores ? { snapshot, at: Date.now(), derived } : owed };
       }
       how = 'refused';
     }
@@ -426,7 +479,14 @@ export class ListBodyCache {
     this.refreshes.rebuilds++;
     this.observe(name, how, took(), rows.length);
     this.lookAgain();
-    return { list, snapshot, resets };
+    return { list, snapshot, liquidity: { snapshot, at: Date.now(), derived }, resets };
+  }
+
+  /** The list's scores fall due at `at`: it is refreshed then, even if nothing else moves. */
+  private owe(name: string, at: number): void {
+    if ((this.owed.get(name) ?? Infinity) <= at) return;
+    this.owed.set(name, at);
+    this.schedule(Math.max(0, at - Date.now()));
   }
 
   /**

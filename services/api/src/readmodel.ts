@@ -61,35 +61,34 @@ async function predecessors(
   );
 }
 
+/** The age (in transactions) of a snapshot's xmin, or undefined past a quarter of the id space. */
+async function snapshotAge(trx: ReadDb, snapshot: string): Promise<number | undefined> {
+  const { rows } = await sql<{ age: number }>`
+    SELECT age((pg_snapshot_xmin(${snapshot}::pg_snapshot)::text::bigint & 4294967295)::text::xid) AS age`.execute(trx);
+  const age = (rows[0] as { age: number }).age;
+  return age >= 0 && age < 2 ** 30 ? age : undefined;
+}
+
 /**
- * Rows of `market` written (the listing row, or the liquidity row it joins) by transactions that
- * `since` did not see. Such a transaction is not older than the snapshot's xmin, so a row whose
- * age (transactions since it was written) exceeds the xmin's age is skipped before the exact test:
- * two index-friendly reads of the few recent rows, instead of the exact test over every row of the
- * join (migration 0012). A snapshot older than a quarter of the transaction id space (ages are
- * 32-bit) gets the exact test alone.
+ * Rows of `market` whose listing row was written by transactions `since` did not see, and, given
+ * `liquiditySince`, rows whose liquidity score was written by transactions that one did not see.
+ * Such a transaction is not older than the snapshot's xmin, so a row whose age (transactions
+ * since it was written) exceeds the xmin's age is skipped before the exact test: index-friendly
+ * reads of the few recent rows, instead of the exact test over every row of the join (migration
+ * 0012). A snapshot older than a quarter of the transaction id space (ages are 32-bit) gets the
+ * exact test alone.
  */
-async function changedSince(trx: ReadDb, market: MarketSlug, since: string) {
-  const snapshot = sql`${since}::pg_snapshot`;
-  const { rows: ages } = await sql<{ age: number }>`
-    SELECT age((pg_snapshot_xmin(${snapshot})::text::bigint & 4294967295)::text::xid) AS age`.execute(trx);
-  const age = (ages[0] as { age: number }).age;
+async function changedSince(trx: ReadDb, market: MarketSlug, since: string, liquiditySince?: string) {
   const base = trx.selectFrom('api_listings_v1').selectAll().where('market', '=', market);
-  if (!(age >= 0 && age < 2 ** 30))
-    return base
-      .where(
-        sql<boolean>`(NOT pg_visible_in_snapshot(row_xid, ${snapshot})
-          OR NOT coalesce(pg_visible_in_snapshot(liquidity_xid, ${snapshot}), true))`,
-      )
-      .execute();
-  const own = await base
-    .where('row_age', '<=', age)
-    .where(sql<boolean>`NOT pg_visible_in_snapshot(row_xid, ${snapshot})`)
-    .execute();
-  const liquid = await base
-    .where('liquidity_age', '<=', age)
-    .where(sql<boolean>`NOT pg_visible_in_snapshot(liquidity_xid, ${snapshot})`)
-    .execute();
+  const written = async (column: 'row' | 'liquidity', from: string) => {
+    const snapshot = sql`${from}::pg_snapshot`;
+    const xid = sql.ref(`${column}_xid`);
+    const age = await snapshotAge(trx, from);
+    const unseen = base.where(sql<boolean>`NOT coalesce(pg_visible_in_snapshot(${xid}, ${snapshot}), true)`);
+    return age === undefined ? unseen.execute() : unseen.where(`${column}_age`, '<=', age).execute();
+  };
+  const own = await written('row', since);
+  const liquid = liquiditySince === undefined ? [] : await written('liquidity', liquiditySince);
   const seen = new Set(own.map((r) => listKey(r.market_hash_name, r.phase)));
   return [...own, ...liquid.filter((r) => !seen.has(listKey(r.market_hash_name, r.phase)))];
 }
@@ -214,15 +213,18 @@ export class ReadModel {
 
   /**
    * One marketplace's price list for a patched body (list-body.ts): every priced row in list
-   * order, or, `since` a snapshot of an earlier read, the rows written by transactions it did not
-   * see, in the listing row or in the item's liquidity row (JSON null: no longer priced). One
-   * repeatable-read transaction: the snapshot returned is the one the rows were read in.
+   * order, or, `since` a snapshot of an earlier read, the rows whose listing row was written by
+   * transactions it did not see (JSON null: no longer priced), and, `liquiditySince` another, those
+   * whose liquidity score was. One repeatable-read transaction: the snapshot returned is the one
+   * the rows were read in.
    */
   async listingRows(
     market: MarketSlug,
     since?: string,
     /** Keys the caller's list holds: rows of theirs need no predecessor. @default none */
     known: (key: string) => boolean = () => false,
+    /** @default since (scores changed since the same snapshot) */
+    liquiditySince: string | null | undefined = since,
   ): Promise<{ snapshot: string; rows: RowChange[] }> {
     return this.db
       .transaction()
@@ -234,7 +236,7 @@ export class ReadModel {
         const rows =
           since === undefined
             ? await base.where('price', 'is not', null).orderBy('market_hash_name').orderBy('phase').execute()
-            : await changedSince(trx, market, since);
+            : await changedSince(trx, market, since, liquiditySince ?? undefined);
         const after =
           since === undefined
             ? undefined

@@ -35,8 +35,8 @@ export function registerListingRoutes(app: FastifyInstance, ctx: RouteContext): 
           const { snapshot, rows } = await ctx.read.listingRows(market);
           return { snapshot, rows: rows as ListRow[] };
         },
-        since: async (snapshot, known) => {
-          const r = await ctx.read.listingRows(market, snapshot, known);
+        since: async (snapshot, known, liquiditySince) => {
+          const r = await ctx.read.listingRows(market, snapshot, known, liquiditySince);
           return { snapshot: r.snapshot, changes: r.rows };
         },
       });
