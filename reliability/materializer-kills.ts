@@ -127,10 +127,15 @@ try {
     errors.push(
       `not caught up in 180 s: victim ${await applied(victim.pool)}, reference ${await applied(reference.pool)} of ${total}`,
     );
-  // Markers apply once their data is in: let the last ones land before judging.
+  // Markers apply once their data is in, and what they queue is recomputed in a second
+  // transaction (migration 0014): let both land, on both sides, before judging.
+  const queued = async (pool: Pool) =>
+    (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM derive_pending')).rows[0]?.n ?? 0;
   const equal = await within(
     30_000,
     async () =>
+      (await queued(victim.pool)) === 0 &&
+      (await queued(reference.pool)) === 0 &&
       JSON.stringify(await tableChecksums(victim.pool)) === JSON.stringify(await tableChecksums(reference.pool))
         ? true
         : undefined,

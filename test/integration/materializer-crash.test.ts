@@ -23,6 +23,12 @@ const TABLES: Record<string, string> = {
   poll_cycles: 'SELECT cycle_id, outcome, mode, applied_at IS NOT NULL AS applied FROM poll_cycles',
   market_freshness:
     'SELECT market, kind, last_cycle_id, last_outcome, last_complete_at, consecutive_failed FROM market_freshness',
+  // The derive path's second transaction (migration 0014): a kill between the two must leave the
+  // recomputation queued, and the restart must do it.
+  item_liquidity: 'SELECT market_hash_name, phase, listings, sales_7d, best_bid, lowest_ask, score FROM item_liquidity',
+  item_liquidity_score: 'SELECT market_hash_name, phase, score FROM item_liquidity_score',
+  market_cap_hourly: 'SELECT hour, market_cap, items, cleaned FROM market_cap_hourly',
+  derive_pending: 'SELECT count(*) AS queued FROM derive_pending',
 };
 
 /**

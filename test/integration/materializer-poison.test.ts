@@ -228,7 +228,8 @@ describe('materializer: poison records', () => {
       expect(text).toContain(`materializer_consumer_lag{topic="${topic}",partition="${partition}"} 0`);
     expect(text).toContain(`materializer_records_applied_total{topic="${topic}"} ${good().length}`);
     expect(text).toMatch(new RegExp(`materializer_batch_apply_duration_seconds_count\\{topic="${topic}"\\} [1-9]`));
-    expect(text).toMatch(/materializer_derive_duration_seconds_count [1-9]/);
+    expect(text).toMatch(/materializer_derive_duration_seconds_count\{step="markers"\} [1-9]/);
+    expect(text).toMatch(/materializer_derive_duration_seconds_count\{step="recompute"\} [1-9]/);
     expect(text).toContain('materializer_markers_applied_total 1');
     expect(text).toMatch(/materializer_heartbeat_timestamp_seconds \d/);
   });

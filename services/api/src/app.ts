@@ -261,7 +261,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       // A refresh this slow holds every price change of its list back: worth a line of its own.
       if (seconds > 1) deps.logger.info({ list, how, seconds, rows }, 'slow list body refresh');
     },
-    deps.derived && { version: () => deps.derived?.version() ?? 0, lagMs: deps.derived.maxLagMs },
+    deps.derived && {
+      version: () => (deps.derived?.scores ?? deps.derived?.version)?.() ?? 0,
+      lagMs: deps.derived.maxLagMs,
+    },
   );
   deps.watch?.(() => lists.changed());
   app.addHook('onClose', async () => lists.stop());

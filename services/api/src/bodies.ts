@@ -107,6 +107,8 @@ export type VersionOf = (name: string) => number;
 export interface DerivedVersion {
   version: () => number;
   maxLagMs: number;
+  /** How often liquidity scores moved (ReadModelVersion.scores). @default version */
+  scores?: () => number;
 }
 
 /** Whether a value built at `at` for versions (`version`, `derived`) may still be served. */

@@ -304,7 +304,10 @@ interface ListState {
  * its list and holds the list's next price change back behind it (committed → visible 2-4 s).
  */
 export interface LiquidityLag {
-  /** The derived values' version: it moves when a derive transaction committed. */
+  /**
+   * Moves when scores may have been written (the derive path's recomputation committed): read
+   * before, a list that is due would find nothing and start its lag again.
+   */
   version: () => number;
   lagMs: number;
 }
@@ -352,6 +355,7 @@ export class ListBodyCache {
   private readonly owed = new Map<string, number>();
   /** Per list, moved when its owed scores fell due: part of its version, so it is refreshed. */
   private readonly nudges = new Map<string, number>();
+  private stopped = false;
 
   constructor(
     /** The version of what a list depends on (its tags and the derived values). */
@@ -405,6 +409,8 @@ export class ListBodyCache {
   }
 
   private schedule(delayMs: number): void {
+    // A refresh still running when the process closes must not start the sweeps again.
+    if (this.stopped) return;
     const at = Date.now() + delayMs;
     if (this.sweepTimer && this.sweepAt <= at) return;
     clearTimeout(this.sweepTimer);
@@ -441,6 +447,7 @@ export class ListBodyCache {
 
   /** Stops refreshing ahead (the process is closing). */
   stop(): void {
+    this.stopped = true;
     clearTimeout(this.sweepTimer);
     this.asked.clear();
     this.owed.clear();

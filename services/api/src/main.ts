@@ -70,7 +70,11 @@ const app = buildApp({
   limiter,
   read: new ReadModel(readPool),
   version: (deps) => version.value(deps),
-  derived: { version: () => version.derived(), maxLagMs: config.DERIVED_MAX_LAG_MS },
+  derived: {
+    version: () => version.derived(),
+    maxLagMs: config.DERIVED_MAX_LAG_MS,
+    scores: () => version.scores(),
+  },
   resets: () => version.resets(),
   watch: (listener) => version.onBump(listener),
   logger,

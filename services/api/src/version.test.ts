@@ -65,6 +65,15 @@ describe('read-model versions per marketplace and kind', () => {
     expect(v.value(bodyDeps('prices:cn-a'))).toBe(cnA);
     expect(v.value(bodyDeps('prices:cn-b'))).not.toBe(cnB);
     expect(v.value()).not.toBe(all);
+    // The recomputation's `scores` is counted apart too, and moves no tagged part.
+    const scores = v.scores();
+    const after = [v.value(bodyDeps('prices:cn-a')), v.value()];
+    v.bump(['derived']);
+    expect(v.scores()).toBe(scores);
+    v.bump(['derived', 'scores']);
+    expect(v.scores()).toBe(scores + 1);
+    expect(v.derived()).toBe(derived + 4);
+    expect([v.value(bodyDeps('prices:cn-a')), v.value()]).toEqual(after);
     v.stop();
   });
 

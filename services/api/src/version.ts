@@ -111,11 +111,13 @@ export class PgNotifications {
  * under load, and rebuilding every list each time (33k rows: about a CPU-second each) kept the
  * API saturated and price changes waiting behind the rebuilds (issue 12's freshness). The rows a
  * marker removed come with their own tags, so removals are as prompt as ingest's changes.
+ * `scores` (the recomputation that writes liquidity scores) is counted apart again (`scores()`).
  */
 export class ReadModelVersion {
   private global = 0;
   private readonly tags = new Map<string, number>();
   private all = 0;
+  private scoresCount = 0;
   private derivedCount = 0;
   private resetCount = 0;
   private readonly tick: NodeJS.Timeout;
@@ -167,6 +169,15 @@ export class ReadModelVersion {
     return this.derivedCount;
   }
 
+  /**
+   * How often liquidity scores moved (`scores`: the derive path's recomputation, which also sends
+   * `derived`): lists read their scores only after this moved (list-body.ts LiquidityLag). The
+   * markers' transaction moves `derived` alone, before the scores it queues are computed.
+   */
+  scores(): number {
+    return this.scoresCount;
+  }
+
   /** A commit touched `tags` (undefined: possibly everything; `derived`: the derived values). */
   bump(tags?: readonly string[]): void {
     if (!tags) {
@@ -176,9 +187,10 @@ export class ReadModelVersion {
     } else {
       for (const t of tags) {
         if (t === 'derived') this.derivedCount++;
+        else if (t === 'scores') this.scoresCount++;
         else this.tags.set(t, (this.tags.get(t) ?? 0) + 1);
       }
-      if (tags.some((t) => t !== 'derived')) this.all++;
+      if (tags.some((t) => t !== 'derived' && t !== 'scores')) this.all++;
     }
     this.moved();
   }

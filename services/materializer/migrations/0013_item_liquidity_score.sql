@@ -5,7 +5,8 @@
 -- named the item "changed" in all six price lists, even when the score shown did not move: in the
 -- platform benchmark about every item's liquidity row changed within minutes, so each patch of a
 -- list read most of the list. This table is written only when the score itself changes; the view
--- joins it instead, so liquidity_xid names changes a customer can see.
+-- joins it instead, so liquidity_xid names changes a customer can see (what 0011 says of
+-- item_liquidity's row versions now holds for this table's).
 --
 -- Same membership as item_liquidity (an item with listings, the score NULL when it cannot be
 -- judged): a row is never deleted while its item is listed, so a score that becomes NULL is an

@@ -8,8 +8,9 @@
 -- item_liquidity_score and the market-cap tables (no table ingest writes), does it and deletes
 -- what it did.
 --
--- Rows are only inserted by the first and deleted by id by the second, never updated: a markers'
--- transaction never waits for a recomputation in progress (it would hold its row locks meanwhile).
+-- Rows are only inserted by the first and deleted by id by the second, never updated, so neither
+-- waits on the other's row locks. (Both take the derive path's advisory lock first, so a markers'
+-- transaction waits for, or skips its turn behind, a recomputation before it holds any row lock.)
 CREATE TABLE derive_pending (
   id       bigserial PRIMARY KEY,
   -- Hours of market cap to recompute (a LISTINGS cycle's span); both NULL: liquidity only, which

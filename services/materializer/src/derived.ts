@@ -147,14 +147,21 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<v
        DELETE FROM item_liquidity_score i
        WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.market_hash_name = i.market_hash_name AND f.phase = i.phase)
      ),
+     -- Unchanged rows are left out before the upsert: ON CONFLICT DO UPDATE ... WHERE false still
+     -- locks (writes) every row it matches, 35k a run.
      scored AS (
        INSERT INTO item_liquidity_score AS i (market_hash_name, phase, score, as_of)
-       SELECT market_hash_name, phase, score, $1 FROM fresh
+       SELECT f.market_hash_name, f.phase, f.score, $1 FROM fresh f
+       LEFT JOIN item_liquidity_score o USING (market_hash_name, phase)
+       WHERE o.market_hash_name IS NULL OR o.score IS DISTINCT FROM f.score
        ON CONFLICT (market_hash_name, phase) DO UPDATE SET score = excluded.score, as_of = excluded.as_of
        WHERE i.score IS DISTINCT FROM excluded.score
      )
      INSERT INTO item_liquidity AS i (market_hash_name, phase, listings, sales_7d, best_bid, lowest_ask, score, as_of)
-     SELECT market_hash_name, phase, n, s7, bid, ask, score, $1 FROM fresh
+     SELECT f.market_hash_name, f.phase, f.n, f.s7, f.bid, f.ask, f.score, $1 FROM fresh f
+     LEFT JOIN item_liquidity o USING (market_hash_name, phase)
+     WHERE o.market_hash_name IS NULL
+        OR (o.listings, o.sales_7d, o.best_bid, o.lowest_ask, o.score) IS DISTINCT FROM (f.n, f.s7, f.bid, f.ask, f.score)
      ON CONFLICT (market_hash_name, phase) DO UPDATE SET
        listings = excluded.listings, sales_7d = excluded.sales_7d, best_bid = excluded.best_bid,
        lowest_ask = excluded.lowest_ask, score = excluded.score, as_of = excluded.as_of

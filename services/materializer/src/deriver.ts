@@ -14,8 +14,9 @@
  * Each round is two transactions: the markers' (what a COMPLETE cycle implies, statistics, the
  * outlier guard, freshness, the clock — row locks on listings_current that ingest batches wait
  * for) commits first and queues the recomputation (derive_pending, migration 0014); the second
- * recomputes liquidity and the market cap, writing no table ingest writes. Together, under the
- * platform benchmark's load, they took ~27 s with the row locks held throughout.
+ * recomputes liquidity and the market cap, writing no table ingest writes. (When they were one
+ * transaction, the row locks were held through the recomputation: ~27 s under the platform
+ * benchmark's load.)
  *
  *   idle ──poke()/tick──▶ deriving ──nothing ready / lock held elsewhere──▶ idle
  *                           │  ▲
@@ -32,7 +33,7 @@
  * all the data at the same clock in a replay as live (markers.ts, recomputeDerived).
  *
  * Retention (dropping day partitions of listing_hourly past the window) runs in a short
- * transaction of its own after the markers', with a lock timeout: the DROP needs an exclusive
+ * transaction of its own after both, with a lock timeout: the DROP needs an exclusive
  * lock on listing_hourly, which every ingest batch writes, and must never hold them up.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -190,7 +191,8 @@ export class Deriver {
       // Its own transaction, after the markers' has released its row locks (migration 0014).
       const recomputed = await this.locked(client, wait, 'recompute', async () => {
         const done = await recomputeDerived(client);
-        if (done) await notify(client, ['derived']);
+        // `scores`: the lists read liquidity scores only after this (the API's LiquidityLag).
+        if (done) await notify(client, ['derived', 'scores']);
         return done ? ['recompute'] : [];
       });
       if (markers.length > 0) await this.retain(client);

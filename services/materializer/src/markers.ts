@@ -389,8 +389,8 @@ export async function recomputeDerived(client: PoolClient): Promise<boolean> {
     r.cap_from && r.cap_to ? [{ from: r.cap_from.getTime(), to: r.cap_to.getTime() }] : [],
   );
   for (const run of hourRuns(spans)) await refreshMarketCap(client, new Date(run.from), new Date(run.to));
-  // By id: rows queued meanwhile (by a markers' transaction that committed after this one's
-  // snapshot) are not in `rows` and stay for the next run.
+  // By id, not all: both steps hold the derive lock, so nothing is queued meanwhile today, but a
+  // row this run did not read must never be deleted unrecomputed.
   await client.query('DELETE FROM derive_pending WHERE id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
   // Retention (dropping old hourly partitions) runs after this commits, in a transaction of its
   // own (deriver.ts): its exclusive lock on listing_hourly must not wait behind this one.
