@@ -242,6 +242,19 @@ describe('API edge: hostile input', () => {
     expect(Math.abs(ma - mb)).toBeLessThan(Math.max(ma, mb) * 0.5 + 5_000);
   });
 
+  /** A key-change listener for `store`, as the API wires one (main.ts), once it listens. */
+  async function listenFor(store: KeyStore): Promise<PgNotifications> {
+    const listener = new PgNotifications(
+      keysPool,
+      [{ channel: 'skinprices_keys', payload: keysSchema, onNotify: () => void store.reload() }],
+      logger,
+      (on) => store.setListening(on),
+    );
+    listener.start();
+    for (let i = 0; i < 50 && listener.state !== 'listening'; i++) await sleep(100);
+    return listener;
+  }
+
   // PgNotifications calls every subscription once LISTEN has taken effect (and after each
   // reconnection): what changed while nobody listened is read then.
   it('a key created before the listener took effect (its NOTIFY missed) is usable once it listens', async () => {
@@ -250,15 +263,8 @@ describe('API edge: hostile input', () => {
     // Created now: nobody listens on `other`'s behalf, and its snapshot is fresh (no age reload).
     const created = await keys.create({ customer: 'early@example.com', plan: 'basic' });
     expect(await other.authenticate(created.secret)).toBe('invalid');
-    const listener = new PgNotifications(
-      keysPool,
-      [{ channel: 'skinprices_keys', payload: keysSchema, onNotify: () => void other.reload() }],
-      logger,
-      (on) => other.setListening(on),
-    );
-    listener.start();
+    const listener = await listenFor(other);
     try {
-      for (let i = 0; i < 50 && listener.state !== 'listening'; i++) await sleep(100);
       let seen: unknown = 'invalid';
       // Well within the 5 s after which an unlistened snapshot would be reloaded anyway.
       for (let i = 0; i < 20 && typeof seen === 'string'; i++) {
@@ -274,15 +280,8 @@ describe('API edge: hostile input', () => {
   it('a key created in another process is usable as soon as its NOTIFY arrives', async () => {
     const other = new KeyStore(keysPool);
     await other.reload();
-    const listener = new PgNotifications(
-      keysPool,
-      [{ channel: 'skinprices_keys', payload: keysSchema, onNotify: () => void other.reload() }],
-      logger,
-      (on) => other.setListening(on),
-    );
-    listener.start();
+    const listener = await listenFor(other);
     try {
-      for (let i = 0; i < 50 && listener.state !== 'listening'; i++) await sleep(100);
       const created = await keys.create({ customer: 'late@example.com', plan: 'basic' });
       let seen: unknown = 'invalid';
       for (let i = 0; i < 50 && typeof seen === 'string'; i++) {
