@@ -15,7 +15,7 @@ import {
   startPoller,
   startSimulator,
   type Sim,
-  DERIVED_SQL,
+  untilApplied,
 } from '../support/pipeline.js';
 import { TestStack } from '../support/stack.js';
 
@@ -43,13 +43,8 @@ describe('materializer: listings', () => {
   /** Runs a listings cycle and waits until the materializer has applied its marker. */
   async function cycle(market: MarketSlug, poller = pollers.get(market)!) {
     const { marker } = await poller.runOnce('LISTINGS');
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const { rows } = await pool.query<{ done: boolean }>(DERIVED_SQL, [marker.cycle_id]);
-      if (rows[0]?.done) return marker;
-      if (Date.now() > deadline) throw new Error(`marker ${marker.cycle_id} not applied`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await untilApplied(pool, marker.cycle_id, 20_000);
+    return marker;
   }
 
   async function state(market: MarketSlug): Promise<Map<string, string>> {

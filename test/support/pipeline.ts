@@ -183,7 +183,7 @@ export async function startMaterializer(
  * Whether the marker of `cycleId` is applied and what it queued recomputed (liquidity, market cap:
  * the derive path's second transaction, migration 0014).
  */
-export const DERIVED_SQL = `SELECT applied_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM derive_pending) AS done
+const DERIVED_SQL = `SELECT applied_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM derive_pending) AS done
   FROM poll_cycles WHERE cycle_id = $1`;
 
 /** Waits until the materializer has applied the marker of `cycleId` and recomputed what it queued. */

@@ -462,9 +462,11 @@ export class ListBodyCache {
     let how: RefreshHow = previous ? 'reset' : 'first';
     if (previous && previous.resets === resets) {
       const owed = previous.liquidity;
+      const moved = owed.derived !== derived;
       // Scores are read with the rows when they may have moved and are due (or always, without a
       // lag); otherwise left for later, from the same older snapshot, so none is skipped.
-      const scores = !this.liquidity || (owed.derived !== derived && Date.now() - owed.at >= this.liquidity.lagMs);
+      const lagMs = this.liquidity?.lagMs;
+      const scores = lagMs === undefined || (moved && Date.now() - owed.at >= lagMs);
       const { snapshot, changes } = await source.since(
         previous.snapshot,
         (key) => previous.list.has(key),
@@ -475,7 +477,7 @@ export class ListBodyCache {
         this.refreshes.rowsPatched += changes.length;
         this.refreshes.rowsUnchanged += previous.list.lastUnchanged;
         this.observe(name, 'patch', took(), changes.length);
-        if (!scores && owed.derived !== derived && this.liquidity) this.owe(name, owed.at + this.liquidity.lagMs);
+        if (!scores && moved && lagMs !== undefined) this.owe(name, owed.at + lagMs);
         this.lookAgain();
         return { ...previous, snapshot, liquidity: scores ? { snapshot, at: Date.now(), derived } : owed };
       }

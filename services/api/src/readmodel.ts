@@ -78,7 +78,7 @@ async function snapshotAge(trx: ReadDb, snapshot: string): Promise<number | unde
  * 0012). A snapshot older than a quarter of the transaction id space (ages are 32-bit) gets the
  * exact test alone.
  */
-async function changedSince(trx: ReadDb, market: MarketSlug, since: string, liquiditySince?: string) {
+async function changedSince(trx: ReadDb, market: MarketSlug, since: string, liquiditySince: string | null) {
   const base = trx.selectFrom('api_listings_v1').selectAll().where('market', '=', market);
   const written = async (column: 'row' | 'liquidity', from: string) => {
     const snapshot = sql`${from}::pg_snapshot`;
@@ -88,7 +88,7 @@ async function changedSince(trx: ReadDb, market: MarketSlug, since: string, liqu
     return age === undefined ? unseen.execute() : unseen.where(`${column}_age`, '<=', age).execute();
   };
   const own = await written('row', since);
-  const liquid = liquiditySince === undefined ? [] : await written('liquidity', liquiditySince);
+  const liquid = liquiditySince === null ? [] : await written('liquidity', liquiditySince);
   const seen = new Set(own.map((r) => listKey(r.market_hash_name, r.phase)));
   return [...own, ...liquid.filter((r) => !seen.has(listKey(r.market_hash_name, r.phase)))];
 }
@@ -223,8 +223,8 @@ export class ReadModel {
     since?: string,
     /** Keys the caller's list holds: rows of theirs need no predecessor. @default none */
     known: (key: string) => boolean = () => false,
-    /** @default since (scores changed since the same snapshot) */
-    liquiditySince: string | null | undefined = since,
+    /** Scores changed since this snapshot too (null: none). @default since */
+    liquiditySince: string | null = since ?? null,
   ): Promise<{ snapshot: string; rows: RowChange[] }> {
     return this.db
       .transaction()
@@ -236,7 +236,7 @@ export class ReadModel {
         const rows =
           since === undefined
             ? await base.where('price', 'is not', null).orderBy('market_hash_name').orderBy('phase').execute()
-            : await changedSince(trx, market, since, liquiditySince ?? undefined);
+            : await changedSince(trx, market, since, liquiditySince);
         const after =
           since === undefined
             ? undefined
