@@ -215,4 +215,41 @@ describe('pollers against the simulator, through Kafka', () => {
     expect(log[1]).toBe('LISTINGS end');
     expect(new Set(log.map((l) => l.split(' ')[0]))).toEqual(new Set(poller.kinds));
   }, 60_000);
+
+  it('a FULL cycle sends the rows whose data changed before the rows it only observed again', async () => {
+    // One partition per topic, so the topic's order is the order the poller sent in.
+    const one = `${suffix}.one`;
+    for (const kind of ['listing', 'pollCycle'] as const)
+      await stack.topicNamed(`${topicFor(kind).name}${one}`, kind, 1, topicFor(kind).config);
+    const { poller } = await startPoller(stack, sim, 'cn-b', one, { fullEvery: 1 });
+    const first = await poller.runOnce('LISTINGS');
+    const topic = `${topicFor('listing').name}${one}`;
+    const said = await readTopic(stack, topic, 'listing', (e) => e.length >= first.marker.events_emitted);
+    // The last row of the upstream's answer: sent last of all by a cycle that did not reorder.
+    const moved = said.filter((e) => e.price !== null).at(-1)!;
+    await sim.control('POST', '/_sim/override', {
+      market: 'cn-b',
+      market_hash_name: moved.market_hash_name,
+      phase: moved.phase,
+      price: '23456.78',
+    });
+    const second = await poller.runOnce('LISTINGS');
+    expect(second.marker).toMatchObject({ mode: 'FULL', outcome: 'COMPLETE' });
+    const total = first.marker.events_emitted + second.marker.events_emitted;
+    const all = await readTopic(stack, topic, 'listing', (e) => e.length >= total);
+    const again = all.filter((e) => e.cycle_id === second.marker.cycle_id);
+    expect(again.length).toBe(said.length);
+    const before = new Map(said.map((e) => [`${e.market_hash_name}|${e.phase}`, project('LISTINGS', e as never)]));
+    const changed = again.map(
+      (e) => before.get(`${e.market_hash_name}|${e.phase}`) !== project('LISTINGS', e as never),
+    );
+    const firstRepeat = changed.indexOf(false);
+    expect(firstRepeat).toBeGreaterThan(0);
+    // Every changed row ahead of every repeat, the moved price among them.
+    expect(changed.lastIndexOf(true)).toBeLessThan(firstRepeat);
+    const movedAt = again.findIndex((e) => e.market_hash_name === moved.market_hash_name && e.phase === moved.phase);
+    expect(again[movedAt]!.price).toBe('23456.78');
+    expect(movedAt).toBeLessThan(firstRepeat);
+    await sim.control('DELETE', '/_sim/override');
+  }, 60_000);
 });

@@ -10,8 +10,8 @@
  *   any ──stop()──▶ stopping ──(current request aborted, marker sent)──▶ stopped
  *
  * A cycle pages through the upstream, normalises rows, drops duplicates, produces keyed events
- * (all rows on a FULL cycle, only changed rows on a DELTA cycle, explicit removals when the
- * cycle saw everything), and ends with a poll-cycles.v1 marker saying COMPLETE, PARTIAL or
+ * (all rows on a FULL cycle, the changed ones first; only changed rows on a DELTA cycle; explicit
+ * removals when the cycle saw everything), and ends with a poll-cycles.v1 marker saying COMPLETE, PARTIAL or
  * FAILED. A cycle that was not complete and clean never removes or zeroes anything, and a marker
  * says COMPLETE only with the data topic's end offsets attached (cycle-end.ts).
  */
@@ -43,6 +43,9 @@ import { eventOf, isDeltaKind, removalOf, rowKey, toEvent } from './events.js';
 import { HistoryCursor, type HistoryWork } from './history-cursor.js';
 import type { PollerMetrics } from './metrics.js';
 import { CircuitBreaker, TokenBucket, withRetry } from './resilience.js';
+
+/** Repeats of a FULL cycle per send at its end (an upstream page's worth). */
+const REPEATS_PER_SEND = 500;
 
 export type JobState = 'idle' | 'polling' | 'waiting' | 'cooling' | 'stopping' | 'stopped';
 
@@ -322,6 +325,24 @@ export class Poller {
         }),
     };
 
+    /** Sends a page; only what reached Kafka counts as said (job.last, salesSeen). */
+    const send = async (events: EventMap[EventKind][], pageSeen: readonly [string, Emitted][]): Promise<void> => {
+      const res = await producer.send(codec, events);
+      wrote(res.metadata);
+      emitted += res.sent;
+      rejected += res.rejected.length;
+      metrics.events.inc(labels, res.sent);
+      if (delta) for (const [k, e] of pageSeen) job.last.set(k, e);
+      if (kind === 'SALES') for (const [k] of pageSeen) job.salesSeen.add(k);
+    };
+    // A FULL cycle of a delta kind re-sends every row, most of them as the topic last said them
+    // (only observed_at moves). Those go after the cycle's pages, so that a row whose price did
+    // change is not queued in its partition, and in the materializer, behind thousands of
+    // repeats from earlier pages: the changed rows arrive at the pace of the upstream's pages,
+    // the repeats as one burst at the end, which the materializer takes in large batches.
+    const deferred: { events: EventMap[EventKind][]; seen: [string, Emitted][] } = { events: [], seen: [] };
+    const deferRepeats = full && delta && job.last.size > 0;
+
     try {
       for await (const page of aheadOne((job.adapter ?? this.adapter).pages(kind, ctx, input))) {
         if (page.rejected.length > 0) {
@@ -354,23 +375,29 @@ export class Poller {
           }
           if (kind === 'SALES' && job.salesSeen.has(key)) continue;
           seen.set(key, e);
-          if (!full && job.last.get(key)?.sig === e.sig) continue;
-          out.push(toEvent(kind, market, row, observedAt, cycleId));
+          const repeat = job.last.get(key)?.sig === e.sig;
+          if (repeat && !full) continue;
+          const event = toEvent(kind, market, row, observedAt, cycleId);
+          if (repeat && deferRepeats) {
+            deferred.events.push(event);
+            deferred.seen.push([key, e]);
+            continue;
+          }
+          out.push(event);
           pageSeen.push([key, e]);
         }
-        if (out.length > 0) {
-          const res = await producer.send(codec, out);
-          wrote(res.metadata);
-          emitted += res.sent;
-          rejected += res.rejected.length;
-          metrics.events.inc(labels, res.sent);
-        }
-        // Only what reached Kafka counts as said.
-        if (delta) for (const [k, e] of pageSeen) job.last.set(k, e);
-        if (kind === 'SALES') for (const [k] of pageSeen) job.salesSeen.add(k);
+        if (out.length > 0) await send(out, pageSeen);
       }
     } catch (err) {
       error = err;
+    }
+    try {
+      // The repeats were observed whatever broke the cycle off later; they go in upstream order.
+      for (let i = 0; i < deferred.events.length; i += REPEATS_PER_SEND) {
+        await send(deferred.events.slice(i, i + REPEATS_PER_SEND), deferred.seen.slice(i, i + REPEATS_PER_SEND));
+      }
+    } catch (err) {
+      error ??= err;
     }
 
     // Removals only from a cycle that saw the whole upstream and refused nothing: an item
