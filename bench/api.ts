@@ -117,6 +117,29 @@ const postResponse = await fetch(`${base}/v1/prices/latest`, {
 });
 const postAnswer = Buffer.from(new Uint8Array(await postResponse.arrayBuffer()));
 
+// The search and history answers for the 100 names, as the API sends them (gzip where it does):
+// nginx serves the same bytes under the same rotation, the p99 floor for those answers (design.md
+// states their targets against it).
+const searchPath = (n: string) => `/v1/prices/search?market_hash_name=${encodeURIComponent(n)}`;
+const historyPath = (n: string) => `/v1/prices/cn-a/history?market_hash_name=${encodeURIComponent(n)}`;
+const answers = async (kind: string, pathOf: (n: string) => string) =>
+  Promise.all(
+    names.map(async (n, i) => {
+      const got = await getRaw(`${base}${pathOf(n)}`);
+      const encoding = got.headers['content-encoding'];
+      return {
+        path: `/${kind}-${i}`,
+        body: got.body,
+        headers: {
+          'Cache-Control': 'public, max-age=30',
+          ...(typeof encoding === 'string' ? { 'Content-Encoding': encoding } : {}),
+        },
+      };
+    }),
+  );
+const searchAnswers = await answers('search', searchPath);
+const historyAnswers = await answers('history', historyPath);
+
 // ---- nginx serving the identical bytes, in both of its ways (see startNginx) -------------------
 const served: { path: string; body: Buffer; headers: Record<string, string> }[] = [
   {
@@ -125,6 +148,8 @@ const served: { path: string; body: Buffer; headers: Record<string, string> }[] 
     headers: { 'Content-Encoding': 'gzip', 'Cache-Control': 'public, max-age=30', ETag: 'W/"bench"' },
   },
   { path: '/post-latest-100', body: postAnswer, headers: { 'Cache-Control': 'public, max-age=30' } },
+  ...searchAnswers,
+  ...historyAnswers,
 ];
 const nginxSendfile = await startNginx(NGINX_PORT, served, { sendfile: true });
 const nginxBuffered = await startNginx(NGINX_PORT + 1, served, { sendfile: false });
@@ -140,14 +165,17 @@ interface Run {
   nginx_post_body: Load;
   search: Load;
   history: Load;
+  /** nginx serving the search and history answers' bytes, the same 100 in turn. */
+  nginx_search: Load;
+  nginx_history: Load;
 }
 // Warm-up, not recorded: the first seconds of a fresh process measure V8's tiers and the heap
 // growing (the first of three runs had 3-4× the p99 of the others), not the service's steady state.
 for (const [url, opts] of [
   [`${base}/v1/prices/cn-a`, { headers }],
   [`${base}/v1/prices/latest`, post],
-  [`${base}/v1/prices/search?market_hash_name=${encodeURIComponent(names[0] as string)}`, { headers }],
-  [`${base}/v1/prices/cn-a/history?market_hash_name=${encodeURIComponent(names[0] as string)}`, { headers }],
+  [`${base}${searchPath(names[0] as string)}`, { headers }],
+  [`${base}${historyPath(names[0] as string)}`, { headers }],
 ] as const)
   await wrk(url, { seconds: Math.min(3, seconds), ...opts });
 
@@ -163,15 +191,17 @@ for (let run = 0; run < args.runs; run++) {
     api: await wrk(`${base}/v1/prices/cn-a`, { seconds, headers }),
     nginx_post_body: await wrk(`http://127.0.0.1:${bestPort}/post-latest-100`, { seconds, headers }),
     post_latest_100: await wrk(`${base}/v1/prices/latest`, { seconds, ...post }),
-    search: await wrk(`${base}/v1/prices/search`, {
+    search: await wrk(`${base}/v1/prices/search`, { seconds, headers, paths: names.map(searchPath) }),
+    history: await wrk(`${base}/v1/prices/cn-a/history`, { seconds, headers, paths: names.map(historyPath) }),
+    nginx_search: await wrk(`http://127.0.0.1:${bestPort}/search-0`, {
       seconds,
       headers,
-      paths: names.map((n) => `/v1/prices/search?market_hash_name=${encodeURIComponent(n)}`),
+      paths: searchAnswers.map((a) => a.path),
     }),
-    history: await wrk(`${base}/v1/prices/cn-a/history`, {
+    nginx_history: await wrk(`http://127.0.0.1:${bestPort}/history-0`, {
       seconds,
       headers,
-      paths: names.map((n) => `/v1/prices/cn-a/history?market_hash_name=${encodeURIComponent(n)}`),
+      paths: historyAnswers.map((a) => a.path),
     }),
   };
   runs.push(r);
@@ -209,6 +239,13 @@ writeResult(args.out, {
   post_latest_p99_ms: med((r) => r.post_latest_100.p99_ms),
   search_p99_ms: med((r) => r.search.p99_ms),
   history_p99_ms: med((r) => r.history.p99_ms),
+  nginx_search_p99_ms: med((r) => r.nginx_search.p99_ms),
+  nginx_history_p99_ms: med((r) => r.nginx_history.p99_ms),
+  // design.md's targets: each p99 against nginx's serving the same bytes in the same run.
+  api_p99_vs_nginx: round(med((r) => r.api.p99_ms / r.nginx.p99_ms)),
+  post_latest_p99_vs_nginx: round(med((r) => r.post_latest_100.p99_ms / r.nginx_post_body.p99_ms)),
+  search_p99_vs_nginx: round(med((r) => r.search.p99_ms / r.nginx_search.p99_ms)),
+  history_p99_vs_nginx: round(med((r) => r.history.p99_ms / r.nginx_history.p99_ms)),
   api_rss_mb: rss,
 });
 

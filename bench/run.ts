@@ -109,36 +109,36 @@ const ROWS: {
     detail: `${r.api.api_rps} vs ${r.api.nginx_rps} rps, ${r.api.list_bytes_gzip} B body, 50 connections`,
   },
   {
-    key: 'api_p99_ms',
-    what: 'GET /v1/prices/{market} p99 at 50 connections',
-    target: '≤ 20 ms',
-    bound: ['atMost', 20],
-    value: r.api.api_p99_ms,
-    detail: `nginx p99 ${r.api.nginx_p99_ms} ms on the same run`,
+    key: 'api_p99_vs_nginx',
+    what: 'GET /v1/prices/{market} p99 at 50 connections vs nginx p99, same bytes, same run',
+    target: '≤ 1.5',
+    bound: ['atMost', 1.5],
+    value: r.api.api_p99_vs_nginx,
+    detail: `${r.api.api_p99_ms} ms vs nginx ${r.api.nginx_p99_ms} ms`,
   },
   {
-    key: 'post_latest_p99_ms',
-    what: 'POST /v1/prices/latest (100 items) p99 at 50 connections',
-    target: '≤ 15 ms',
-    bound: ['atMost', 15],
-    value: r.api.post_latest_p99_ms,
-    detail: `${r.api.post_latest_bytes} B answers; nginx serving those bytes p99 ${r.api.nginx_post_body_p99_ms} ms on the same run`,
+    key: 'post_latest_p99_vs_nginx',
+    what: 'POST /v1/prices/latest (100 items) p99 at 50 connections vs nginx p99 serving its answer',
+    target: '≤ 2',
+    bound: ['atMost', 2],
+    value: r.api.post_latest_p99_vs_nginx,
+    detail: `${r.api.post_latest_p99_ms} ms vs nginx ${r.api.nginx_post_body_p99_ms} ms; ${r.api.post_latest_bytes} B answers`,
   },
   {
-    key: 'history_p99_ms',
-    what: 'GET /v1/prices/{market}/history p99 at 50 connections',
-    target: '≤ 15 ms',
-    bound: ['atMost', 15],
-    value: r.api.history_p99_ms,
-    detail: 'a year of daily points, 100 items in turn',
+    key: 'history_p99_vs_nginx',
+    what: 'GET /v1/prices/{market}/history p99 at 50 connections vs nginx p99 serving the same answers',
+    target: '≤ 2',
+    bound: ['atMost', 2],
+    value: r.api.history_p99_vs_nginx,
+    detail: `${r.api.history_p99_ms} ms vs nginx ${r.api.nginx_history_p99_ms} ms; a year of daily points, 100 items in turn`,
   },
   {
-    key: 'search_p99_ms',
-    what: 'GET /v1/prices/search p99 at 50 connections',
-    target: '≤ 15 ms',
-    bound: ['atMost', 15],
-    value: r.api.search_p99_ms,
-    detail: 'every marketplace, 100 names in turn',
+    key: 'search_p99_vs_nginx',
+    what: 'GET /v1/prices/search p99 at 50 connections vs nginx p99 serving the same answers',
+    target: '≤ 2',
+    bound: ['atMost', 2],
+    value: r.api.search_p99_vs_nginx,
+    detail: `${r.api.search_p99_ms} ms vs nginx ${r.api.nginx_search_p99_ms} ms; every marketplace, 100 names in turn`,
   },
   {
     key: 'cold_catalogue_s',
@@ -151,8 +151,8 @@ const ROWS: {
   {
     key: 'freshness_p99_s',
     what: 'one price change, poll → visible in GET /v1/prices/{market}, p99',
-    target: '≤ 5 s',
-    bound: ['atMost', 5],
+    target: '≤ 2 s',
+    bound: ['atMost', 2],
     value: r.platform.freshness_p99_s,
     detail: `p50 ${r.platform.freshness_p50_s} s; override → visible p50 ${r.platform.override_to_visible_p50_s} s (includes the wait for the poll); ${r.platform.freshness_missed ?? 0} changes missed their deadline (counted at the deadline, a lower bound), ${r.platform.freshness_unseen_upstream ?? 0} never seen upstream`,
   },
@@ -182,6 +182,9 @@ const ratioOf = (row: (typeof ROWS)[number]): string =>
 const summary: Record<string, unknown> = { mode: smoke ? 'smoke' : 'full', catalogue_names: size, runs };
 for (const row of ROWS) summary[row.key] = row.value ?? null;
 summary.freshness_p50_s = r.platform.freshness_p50_s ?? null;
+// The absolute figures behind the ratios (they vary 2× between machines of this kind).
+for (const key of ['api_p99_ms', 'post_latest_p99_ms', 'history_p99_ms', 'search_p99_ms'])
+  summary[key] = r.api[key] ?? null;
 summary.replay_events_per_s = r.materialize.replay_events_per_s ?? null;
 summary.derive_seconds = r.materialize.derive_seconds ?? null;
 summary.materialize_write_set_ratio = r.materialize.materialize_write_set_ratio ?? null;

@@ -39,6 +39,10 @@ describe('bench: make bench --smoke', () => {
       'freshness_p99_s',
       'api_rss_mb',
       'post_latest_p99_ms',
+      'api_p99_vs_nginx',
+      'post_latest_p99_vs_nginx',
+      'history_p99_vs_nginx',
+      'search_p99_vs_nginx',
       'replay_events_per_s',
       'derive_seconds',
     ];
