@@ -4,8 +4,9 @@
  * re-serialising a hundred items per POST cost more than sending them. Here one marketplace is one
  * Buffer of concatenated JSON entries, an offset table, and a Map from key to entry number (small
  * integers, nothing to trace). The marketplaces of one request are combined into one shard whose
- * entry per key is that item's whole `{"<market>": …}` object, so the common POST of 100 items is
- * 100 slices, not 1,200; the combination of every marketplace is cached per data version.
+ * entry per key is that item's whole member of `items`, `"<key>":{"<market>": …}`, so the common
+ * POST of 100 items is 100 slices, not 1,200, with nothing serialised per request; the combination
+ * of every marketplace is cached per data version.
  */
 
 export class CatalogueShard {
@@ -58,10 +59,12 @@ export class CatalogueShard {
 const OPEN = Buffer.from('{');
 const CLOSE = Buffer.from('}');
 const COMMA = Buffer.from(',');
+const EMPTY = Buffer.alloc(0);
 
 /**
  * The shards of several marketplaces as one: each key (of `only`, or of any shard in shard order)
- * → `{"<market>": entry, …}` for the shards that hold it; keys held by none are left out.
+ * → the member `"<key>":{"<market>": entry, …}` for the shards that hold it; keys held by none are
+ * left out.
  */
 export function combine(
   shards: readonly { market: string; shard: CatalogueShard }[],
@@ -85,7 +88,12 @@ export function combine(
     for (let i = 0; i < shards.length; i++) {
       const entry = (shards[i] as { shard: CatalogueShard }).shard.get(k);
       if (entry === undefined) continue;
-      const prefix = (held++ === 0 ? first[i] : next[i]) as Buffer;
+      if (held++ === 0) {
+        const name = Buffer.from(`${JSON.stringify(k)}:`);
+        parts.push(name);
+        end += name.length;
+      }
+      const prefix = (held === 1 ? first[i] : next[i]) as Buffer;
       parts.push(prefix, entry);
       end += prefix.length + entry.length;
     }
@@ -98,16 +106,24 @@ export function combine(
   return new CatalogueShard(index, Buffer.concat(parts, end), Uint32Array.from(ends));
 }
 
-/** The `items` object as JSON bytes: every key of `combined` (or only those of `only` it holds). */
-export function itemsJson(combined: CatalogueShard, only?: Iterable<string>): Buffer {
-  const parts: Buffer[] = [OPEN];
+/**
+ * The `items` object as JSON bytes: every member of `combined` (or only those of `only` it holds),
+ * between `head` and `tail` (an answer's envelope): one copy of the answer's bytes per request.
+ */
+export function itemsJson(
+  combined: CatalogueShard,
+  only?: Iterable<string>,
+  head: Buffer = EMPTY,
+  tail: Buffer = EMPTY,
+): Buffer {
+  const parts: Buffer[] = [head, OPEN];
   let n = 0;
   for (const k of only ?? combined.keys()) {
-    const entry = combined.get(k);
-    if (entry === undefined) continue;
+    const member = combined.get(k);
+    if (member === undefined) continue;
     if (n++ > 0) parts.push(COMMA);
-    parts.push(Buffer.from(`${JSON.stringify(k)}:`), entry);
+    parts.push(member);
   }
-  parts.push(CLOSE);
+  parts.push(CLOSE, tail);
   return Buffer.concat(parts);
 }

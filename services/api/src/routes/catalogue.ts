@@ -62,13 +62,22 @@ export function registerCatalogueRoutes(app: FastifyInstance, ctx: RouteContext)
   };
   const everyMarket = CATALOGUE_SLUGS.join(',');
 
-  /** The `items` JSON of 4.3/4.4; every marketplace (the default) is served from one combined shard. */
-  async function itemsOf(markets: readonly MarketSlug[], only?: readonly string[], fresh = false): Promise<Buffer> {
+  /**
+   * The answer of 4.3/4.4 up to its envelope's tail (`tail`, when given): `{"items":…`. Every
+   * marketplace (the default) is served from one combined shard.
+   */
+  async function answerOf(
+    markets: readonly MarketSlug[],
+    only?: readonly string[],
+    fresh = false,
+    tail?: Buffer,
+  ): Promise<Buffer> {
     if (markets.join(',') === everyMarket) {
       const build = async () => combine(await shardsOf(markets));
-      return itemsJson(await (fresh ? ctx.catalogues.fresh('*', build) : ctx.catalogues.get('*', build)), only);
+      const combined = await (fresh ? ctx.catalogues.fresh('*', build) : ctx.catalogues.get('*', build));
+      return itemsJson(combined, only, ITEMS_OPEN, tail);
     }
-    return itemsJson(combine(await shardsOf(markets), only));
+    return itemsJson(combine(await shardsOf(markets), only), undefined, ITEMS_OPEN, tail);
   }
 
   app.get<{ Querystring: MarketsQuery }>(
@@ -81,7 +90,7 @@ export function registerCatalogueRoutes(app: FastifyInstance, ctx: RouteContext)
       const markets = parseMarkets(req.query.markets, CATALOGUE_SLUGS);
       const body = await ctx.bodies.get(`latest:${markets.join(',')}`, async () =>
         // Fresh shards: this body is stored under the current version (see VersionedCache.fresh).
-        Buffer.concat([ITEMS_OPEN, await itemsOf(markets, undefined, true)]),
+        answerOf(markets, undefined, true),
       );
       return sendBody(req, reply, body, envelopeTail(keyOf(req), undefined, body.builtAt));
     },
@@ -95,11 +104,8 @@ export function registerCatalogueRoutes(app: FastifyInstance, ctx: RouteContext)
     },
     async (req, reply) => {
       const markets = parseMarkets(req.body.markets, CATALOGUE_SLUGS);
-      const items = await itemsOf(markets, [...new Set(req.body.items)]);
-      return sendJson(
-        reply,
-        Buffer.concat([ITEMS_OPEN, items, Buffer.from(envelopeTail(keyOf(req), undefined, Date.now()))]),
-      );
+      const tail = Buffer.from(envelopeTail(keyOf(req), undefined, Date.now()));
+      return sendJson(reply, await answerOf(markets, [...new Set(req.body.items)], false, tail));
     },
   );
 
