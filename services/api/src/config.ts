@@ -28,7 +28,7 @@ export const apiConfigSchema = z.object({
   DERIVED_MAX_LAG_MS: intFromEnv(0, 300_000)
     .default(15_000)
     .describe(
-      'how long cached answers may lag behind derived values (statistics, liquidity, market cap) that every cycle marker recomputes, and list rows behind an updated_at that alone moved (a row observed again); price changes and removals are not delayed',
+      'how long cached answers may lag behind derived values (statistics, liquidity, market cap) that every cycle marker recomputes; price changes and removals are not delayed',
     ),
   DB_POOL_SIZE: intFromEnv(1, 100).default(8).describe('PostgreSQL connections for reads'),
   AUTH_FAILURES_PER_MINUTE: intFromEnv(1, 1_000_000)

@@ -151,56 +151,6 @@ describe('SegmentedList: a list body patched by segments', () => {
   });
 });
 
-describe('SegmentedList: rows only observed again', () => {
-  const seen = (i: number, at: string, price = `${i}.25`): ListRow => ({
-    key: `item ${String(i).padStart(6, '0')}`,
-    json: JSON.stringify({ market_hash_name: `item ${i}`, price, count: 3, updated_at: at, liquidity: null }),
-  });
-  const T0 = '2026-11-26T07:00:00.000Z';
-  const T1 = '2026-11-26T07:05:00.000Z';
-  const T2 = '2026-11-26T07:06:00.000Z';
-
-  it("'defer' keeps a new updated_at aside, applies real changes at once, and 'apply' serves what was kept", async () => {
-    const rows = Array.from({ length: 1_000 }, (_, i) => seen(i, T0));
-    const list = await SegmentedList.build(rows);
-    const before = list.body;
-    // A FULL cycle observed every row again, and one price changed meanwhile.
-    const again = rows.map((_, i) => (i === 700 ? seen(i, T1, '9.99') : seen(i, T1)));
-    expect(await list.patch(again, 'defer')).toBe(true);
-    expect(list.lastDeferred).toBe(999);
-    expect(list.deferredSince).toBeGreaterThan(0);
-    const shown = rows.map((r, i) => (i === 700 ? (again[700] as ListRow) : r));
-    expect(served(list)).toBe(expected(shown));
-    // Only the changed row's segment was recompressed: the first segments are the same bytes.
-    expect(list.body.headGzip.subarray(0, 2_000).equals(before.headGzip.subarray(0, 2_000))).toBe(true);
-    // A row kept aside that then really changes is applied (its newest JSON), and is no longer aside.
-    const changed = seen(3, T2, '3.33');
-    expect(await list.patch([changed], 'defer')).toBe(true);
-    shown[3] = changed;
-    expect(served(list)).toBe(expected(shown));
-    // A removal of a row kept aside wins too.
-    expect(await list.patch([{ key: (rows[5] as ListRow).key, json: null }], 'defer')).toBe(true);
-    // 'apply' serves every row kept aside (observed at T1), with nothing new to read.
-    expect(await list.patch([], 'apply')).toBe(true);
-    const all = again.map((r, i) => (i === 3 ? changed : r)).filter((_, i) => i !== 5);
-    expect(served(list)).toBe(expected(all));
-    expect(list.deferredSince).toBeUndefined();
-    // Nothing left aside: the same rows again change nothing.
-    const body = list.body;
-    expect(await list.patch(all, 'apply')).toBe(true);
-    expect(list.body).toBe(body);
-    expect(list.lastUnchanged).toBe(all.length);
-  });
-
-  it('a refused patch keeps nothing aside (the rebuild reads every row anyway)', async () => {
-    const list = await SegmentedList.build([seen(1, T0), seen(2, T0)]);
-    // A new row without its predecessor named: refused, and the observation is not kept either.
-    expect(await list.patch([seen(1, T1), seen(3, T0)], 'defer')).toBe(false);
-    expect(list.deferredSince).toBeUndefined();
-    expect(served(list)).toBe(expected([seen(1, T0), seen(2, T0)]));
-  });
-});
-
 describe('ListBodyCache: patch when the tags moved, rebuild when it must', () => {
   function fixture(minAgeMs = 0) {
     let rows = Array.from({ length: 600 }, (_, i) => row(i));
@@ -346,56 +296,6 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     // Nothing owed any more: no further refresh.
     await new Promise((r) => setTimeout(r, 250));
     expect(log).toHaveLength(3);
-    cache.stop();
-  });
-
-  it('patches a price change at once and the rows a FULL cycle only observed again once the lag is due', async () => {
-    const at =
-      (t: string) =>
-      (i: number, price = `${i}.25`): ListRow => ({
-        key: `item ${String(i).padStart(6, '0')}`,
-        json: JSON.stringify({ market_hash_name: `item ${i}`, price, updated_at: t }),
-      });
-    let rows = Array.from({ length: 600 }, (_, i) => at('2026-11-26T07:00:00.000Z')(i));
-    let pending: RowChange[] = [];
-    let tags = 0;
-    const log: string[] = [];
-    const source = {
-      full: async () => {
-        log.push('full');
-        return { snapshot: '0', rows };
-      },
-      since: async (s: string) => {
-        log.push(`since ${s}`);
-        const changes = pending;
-        pending = [];
-        return { snapshot: String(Number(s) + 1), changes };
-      },
-    };
-    const cache = new ListBodyCache(
-      () => tags,
-      () => 0,
-      0,
-      undefined,
-      { version: () => 0, lagMs: 150 },
-    );
-    const get = () => cache.get('prices:x', source, true);
-    await get();
-    // The cycle observes every row again; one price changed.
-    rows = rows.map((_, i) => at('2026-11-26T07:05:00.000Z')(i, i === 42 ? '4.44' : undefined));
-    pending = rows.map((r) => ({ key: r.key, json: r.json }));
-    tags++;
-    const t0 = Date.now();
-    const now = text(await get());
-    expect(now).toContain('"4.44","updated_at":"2026-11-26T07:05:00.000Z"');
-    expect(now.match(/07:05:00/g)).toHaveLength(1);
-    expect(cache.stats).toMatchObject({ patches: 1, rowsPatched: 600, rowsDeferred: 599 });
-    // No request and no notification: the rows kept aside are served once the lag is due.
-    while (cache.stats.patches < 2 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 5));
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(100);
-    await new Promise((r) => setTimeout(r, 5)); // the cache stores what the patch returned
-    expect(text(await get())).toBe(expected(rows));
-    expect(log).toEqual(['full', 'since 0', 'since 1']);
     cache.stop();
   });
 

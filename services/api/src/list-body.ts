@@ -102,24 +102,6 @@ const COMMA = Buffer.from(',');
  * carried 11,000 rows on average, most of them unchanged, and every segment was recompressed.
  */
 const digest = (json: string): string => createHash('sha1').update(json).digest('base64url').slice(0, 12);
-
-const UPDATED_AT = /"updated_at":"([^"]*)"/;
-
-/**
- * What a patch compares a row by: the digest of its JSON without `updated_at` (12 characters),
- * then its `updated_at`. Equal prefixes and different `updated_at`s: the row was only observed
- * again — what a FULL cycle does to every row it finds unchanged (bench/bottlenecks.md, Freshness).
- */
-function fingerprint(json: string): string {
-  const m = UPDATED_AT.exec(json);
-  if (!m) return digest(json);
-  return digest(json.slice(0, m.index) + json.slice(m.index + m[0].length)) + (m[1] as string);
-}
-
-const sameData = (a: string | undefined, b: string) => a !== undefined && a.slice(0, 12) === b.slice(0, 12);
-
-/** What a patch does with rows that were only observed again (see SegmentedList.patch). */
-export type Observations = 'apply' | 'defer';
 let openPiece: Promise<Piece> | undefined;
 let closePiece: Promise<Piece> | undefined;
 
@@ -131,7 +113,7 @@ export class SegmentedList {
     private readonly segments: Segment[],
     /** Key → index of its segment. */
     private readonly index: Map<string, number>,
-    /** Key → fingerprint of its row's JSON as served. */
+    /** Key → digest of its row's JSON. */
     private readonly digests: Map<string, string>,
     private readonly open: Piece,
     private readonly close: Piece,
@@ -149,7 +131,7 @@ export class SegmentedList {
       const n = pending.length;
       for (const r of slice) {
         index.set(r.key, n);
-        digests.set(r.key, fingerprint(r.json));
+        digests.set(r.key, digest(r.json));
       }
       // Compressed on libuv's thread pool, in parallel: a full build must not stall requests.
       pending.push(
@@ -168,12 +150,6 @@ export class SegmentedList {
 
   /** Rows the last applied patch named whose JSON was the same as held (nothing rewritten for them). */
   lastUnchanged = 0;
-  /** Rows the last applied patch left for later, only observed again (see patch). */
-  lastDeferred = 0;
-  /** Rows only observed again, not yet served: key → their newest JSON. */
-  private readonly deferred = new Map<string, string>();
-  /** When the oldest of `deferred` was left for later (undefined: none is). */
-  deferredSince: number | undefined;
 
   get size(): number {
     return this.index.size;
@@ -189,16 +165,8 @@ export class SegmentedList {
    * be rebuilt instead: a new row without its predecessor (`after`), or whose predecessor is not
    * in the list; a segment left empty, or grown past MAX_SEGMENT_ROWS. A change that removes a
    * key the list does not hold is already done.
-   *
-   * `observations: 'defer'`: a row that differs from the one served only in `updated_at` is kept
-   * aside instead of rewritten, until a patch with 'apply' (which applies every row kept aside
-   * first, then the changes) or a real change of that row. A FULL cycle observes every row of its
-   * marketplace again; patched at once, each of its patches recompressed nearly the whole list
-   * and the list's price changes waited behind them (committed → visible up to 31 s).
    */
-  async patch(given: readonly RowChange[], observations: Observations = 'apply'): Promise<boolean> {
-    const defer = observations === 'defer';
-    const changes = defer || this.deferred.size === 0 ? given : [...this.asChanges(this.deferred), ...given];
+  async patch(changes: readonly RowChange[]): Promise<boolean> {
     /** Working copies of the touched segments: keys and rows (JSON bytes) after the changes. */
     const work = new Map<number, { keys: string[]; rows: Buffer[] }>();
     const open = (at: number) => {
@@ -211,28 +179,20 @@ export class SegmentedList {
     };
     const removed: string[] = [];
     const added: RowChange[] = [];
-    /** Fingerprints of the rows written or placed, recorded if the patch is applied. */
+    /** Digests of the rows written or placed, recorded if the patch is applied. */
     const written = new Map<string, string>();
-    /** Rows only observed again, kept aside if the patch is applied; `settled`: no longer aside. */
-    const [aside, settled] = [new Map<string, string>(), [] as string[]];
     let unchanged = 0;
     // One change per key, the last (a read names each row once; this keeps a patch well defined).
     for (const c of new Map(changes.map((x) => [x.key, x])).values()) {
       const at = this.index.get(c.key);
-      const d = c.json === null ? undefined : fingerprint(c.json);
-      const held = this.digests.get(c.key);
-      if (defer && d !== undefined && held !== d && sameData(held, d)) {
-        aside.set(c.key, c.json as string);
-        continue;
-      }
+      const d = c.json === null ? undefined : digest(c.json);
       if (d !== undefined) written.set(c.key, d);
       if (at === undefined) {
         if (c.json !== null) added.push(c);
         continue;
       }
-      settled.push(c.key);
       // Written again with the same content: nothing to recompress.
-      if (d !== undefined && held === d) {
+      if (d !== undefined && this.digests.get(c.key) === d) {
         unchanged++;
         continue;
       }
@@ -269,9 +229,11 @@ export class SegmentedList {
       if (next.length === waiting.length) return false;
       waiting = next;
     }
-    if ([...work.values()].some((w) => w.rows.length === 0 || w.rows.length > MAX_SEGMENT_ROWS)) return false;
+    this.lastUnchanged = unchanged;
+    if (work.size === 0) return true;
+    for (const w of work.values()) if (w.rows.length === 0 || w.rows.length > MAX_SEGMENT_ROWS) return false;
     const rebuilt = [...work].map(([at, w]) => segment(at, w.keys, w.rows).then((seg): [number, Segment] => [at, seg]));
-    // Everything above could still refuse or fail; from here on the list changes.
+    // Everything above could still refuse; from here on the list changes.
     for (const [at, seg] of await Promise.all(rebuilt)) this.segments[at] = seg;
     for (const key of removed) {
       this.index.delete(key);
@@ -279,24 +241,8 @@ export class SegmentedList {
     }
     for (const [key, at] of placed) this.index.set(key, at);
     for (const [key, d] of written) this.digests.set(key, d);
-    this.putAside(defer, settled, aside);
-    this.lastUnchanged = unchanged;
-    this.lastDeferred = aside.size;
-    if (work.size > 0) this.body = this.assemble();
+    this.body = this.assemble();
     return true;
-  }
-
-  /** After an applied patch: what stays aside (`apply` emptied it first), and since when. */
-  private putAside(defer: boolean, settled: readonly string[], aside: ReadonlyMap<string, string>): void {
-    if (!defer) this.deferred.clear();
-    for (const key of settled) this.deferred.delete(key);
-    for (const [key, json] of aside) this.deferred.set(key, json);
-    if (this.deferred.size === 0) this.deferredSince = undefined;
-    else this.deferredSince ??= Date.now();
-  }
-
-  private asChanges(rows: Map<string, string>): RowChange[] {
-    return [...rows].map(([key, json]) => ({ key, json }));
   }
 
   private assemble(): Body {
@@ -399,11 +345,8 @@ const AHEAD_FOR_MS = 120_000;
 
 export class ListBodyCache {
   private readonly cache: VersionedCache<ListState>;
-  /**
-   * `rowsPatched`: rows patches read; of those, `rowsUnchanged`: whose JSON had not changed, and
-   * `rowsDeferred`: only observed again, left for a later patch.
-   */
-  private readonly refreshes = { patches: 0, rebuilds: 0, ahead: 0, rowsPatched: 0, rowsUnchanged: 0, rowsDeferred: 0 };
+  /** `rowsPatched`: rows patches read; `rowsUnchanged`: of those, rows whose JSON had not changed. */
+  private readonly refreshes = { patches: 0, rebuilds: 0, ahead: 0, rowsPatched: 0, rowsUnchanged: 0 };
   /** Lists asked for recently: their source and when they were last asked for. */
   private readonly asked = new Map<string, { source: ListSource; at: number }>();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -442,7 +385,6 @@ export class ListBodyCache {
     ahead: number;
     rowsPatched: number;
     rowsUnchanged: number;
-    rowsDeferred: number;
   } {
     return { ...this.cache.stats, ...this.refreshes };
   }
@@ -530,19 +472,12 @@ export class ListBodyCache {
         (key) => previous.list.has(key),
         scores ? owed.snapshot : null,
       );
-      // Rows only observed again (a new `updated_at`, nothing else) wait as the scores do: one
-      // patch per lag carries them, not every patch of a FULL cycle.
-      const list = previous.list;
-      const since = list.deferredSince;
-      const observations = !lagMs || (since !== undefined && Date.now() - since >= lagMs);
-      if (await list.patch(changes, observations ? 'apply' : 'defer')) {
+      if (await previous.list.patch(changes)) {
         this.refreshes.patches++;
         this.refreshes.rowsPatched += changes.length;
-        this.refreshes.rowsUnchanged += list.lastUnchanged;
-        this.refreshes.rowsDeferred += list.lastDeferred;
+        this.refreshes.rowsUnchanged += previous.list.lastUnchanged;
         this.observe(name, 'patch', took(), changes.length);
         if (!scores && moved && lagMs !== undefined) this.owe(name, owed.at + lagMs);
-        if (list.deferredSince !== undefined && lagMs !== undefined) this.owe(name, list.deferredSince + lagMs);
         this.lookAgain();
         return { ...previous, snapshot, liquidity: scores ? { snapshot, at: Date.now(), derived } : owed };
       }

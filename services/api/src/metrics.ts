@@ -10,7 +10,6 @@ interface CacheStats {
   rebuilds?: number;
   rowsPatched?: number;
   rowsUnchanged?: number;
-  rowsDeferred?: number;
 }
 
 export class ApiMetrics {
@@ -85,17 +84,15 @@ export class ApiMetrics {
     });
     new Gauge({
       name: 'api_list_body_patched_rows',
-      help: 'Rows read by patches of list bodies since start, by cache and result (changed: rewritten, added or removed; unchanged: the same JSON as held, nothing recompressed; deferred: only updated_at moved, left for the patch that follows DERIVED_MAX_LAG_MS later)',
+      help: 'Rows read by patches of list bodies since start, by cache and result (changed: rewritten, added or removed; unchanged: the same JSON as held, nothing recompressed)',
       labelNames: ['cache', 'result'],
       registers: [this.registry],
       collect() {
         for (const [name, c] of Object.entries(caches())) {
           if (c.stats.rowsPatched === undefined) continue;
           const unchanged = c.stats.rowsUnchanged ?? 0;
-          const deferred = c.stats.rowsDeferred ?? 0;
-          this.set({ cache: name, result: 'changed' }, c.stats.rowsPatched - unchanged - deferred);
+          this.set({ cache: name, result: 'changed' }, c.stats.rowsPatched - unchanged);
           this.set({ cache: name, result: 'unchanged' }, unchanged);
-          this.set({ cache: name, result: 'deferred' }, deferred);
         }
       },
     });
