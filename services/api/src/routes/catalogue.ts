@@ -50,9 +50,10 @@ const SEARCH = {
 
 export function registerCatalogueRoutes(app: FastifyInstance, ctx: RouteContext): void {
   // One marketplace at a time, not all at once: a shard is built from its 33k rows as JS objects
-  // (tens of MB of heap until it is bytes), and twelve such builds in parallel grew the heap by
-  // ~250 MB that V8 kept afterwards (RSS 640 MB after the first catalogue request, design.md's
-  // budget is 512). The builds are CPU-bound on this one thread, so parallel gained no time.
+  // (tens of MB of heap until it is bytes), and twelve such builds in parallel grew a heap that
+  // V8 kept afterwards (measured at full size: RSS 559 MB after the first catalogue request,
+  // 461 MB one at a time; design.md's budget is 512). The builds are CPU-bound on this one
+  // thread, so parallel gained no time (3.7 s either way).
   const shardsOf = async (markets: readonly MarketSlug[]) => {
     const shards: { market: MarketSlug; shard: CatalogueShard }[] = [];
     for (const market of markets)
