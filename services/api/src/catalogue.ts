@@ -88,12 +88,12 @@ export function combine(
     for (let i = 0; i < shards.length; i++) {
       const entry = (shards[i] as { shard: CatalogueShard }).shard.get(k);
       if (entry === undefined) continue;
-      if (held++ === 0) {
+      if (held === 0) {
         const name = Buffer.from(`${JSON.stringify(k)}:`);
         parts.push(name);
         end += name.length;
       }
-      const prefix = (held === 1 ? first[i] : next[i]) as Buffer;
+      const prefix = (held++ === 0 ? first[i] : next[i]) as Buffer;
       parts.push(prefix, entry);
       end += prefix.length + entry.length;
     }
