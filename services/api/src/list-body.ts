@@ -52,7 +52,7 @@ interface Piece {
   /** Uncompressed bytes. */
   length: number;
   crc: number;
-  /** SHA-1 of the uncompressed bytes. */
+  /** Content hash: SHA-1 of a segment's row digests in order, of a fixed piece's bytes. */
   hash: Buffer;
 }
 
@@ -62,23 +62,48 @@ interface Segment extends Piece {
   lengths: number[];
 }
 
-async function piece(plain: Buffer): Promise<Piece> {
+/**
+ * Deflate level of a piece. A full build and a patch of a few segments compress at 6; a patch that
+ * touches more than BURST_SEGMENTS at 1, about a third of the CPU for ~20% more bytes (measured on a
+ * 33k-row list of simulator rows: 1.72 → 2.08 MB; a 900-row patch, every segment, 410 → 270 ms).
+ * Such patches come in bursts (a fifth of all listed prices changed at once, bench/bottlenecks.md,
+ * Freshness), when every list's patches recompress it whole and the changes wait behind them; a
+ * segment goes back to 6 when a calm patch or the next rebuild touches it.
+ */
+const LEVEL = 6;
+const BURST_LEVEL = 1;
+/** See BURST_LEVEL: 16 of a 33k-row list's 130 segments is already a patch of ~100 ms. */
+const BURST_SEGMENTS = 16;
+
+async function piece(plain: Buffer, hash: Buffer, level = LEVEL): Promise<Piece> {
   return {
-    deflated: await deflateRawAsync(plain, { level: 6, finishFlush: constants.Z_SYNC_FLUSH }),
+    deflated: await deflateRawAsync(plain, { level, finishFlush: constants.Z_SYNC_FLUSH }),
     length: plain.length,
     crc: crc32(plain),
-    hash: createHash('sha1').update(plain).digest(),
+    hash,
   };
 }
 
-/** Segment `index` of rows: a leading comma unless it is the first. */
-async function segment(index: number, keys: string[], rows: Buffer[]): Promise<Segment> {
+const sha1 = (data: string | Buffer): Buffer => createHash('sha1').update(data).digest();
+
+/**
+ * Segment `index` of rows: a leading comma unless it is the first. Its hash is taken over its rows'
+ * digests, which build and patch compute anyway, not over its bytes again (a tenth of a patch's CPU).
+ */
+async function segment(
+  index: number,
+  keys: string[],
+  rows: Buffer[],
+  digests: string[],
+  level?: number,
+): Promise<Segment> {
   const parts: Buffer[] = [];
   for (const [i, r] of rows.entries()) {
     if (i > 0 || index > 0) parts.push(COMMA);
     parts.push(r);
   }
-  return { ...(await piece(Buffer.concat(parts))), keys, lengths: rows.map((r) => r.length) };
+  const hash = sha1(digests.join(''));
+  return { ...(await piece(Buffer.concat(parts), hash, level)), keys, lengths: rows.map((r) => r.length) };
 }
 
 /** The rows of a segment, uncompressed again. */
@@ -103,6 +128,7 @@ const COMMA = Buffer.from(',');
  */
 const digest = (json: string): string => createHash('sha1').update(json).digest('base64url').slice(0, 12);
 let openPiece: Promise<Piece> | undefined;
+const fixedPiece = (text: string) => piece(Buffer.from(text), sha1(text));
 let closePiece: Promise<Piece> | undefined;
 
 export class SegmentedList {
@@ -129,9 +155,10 @@ export class SegmentedList {
     for (let at = 0; at < rows.length; at += rowsPerSegment) {
       const slice = rows.slice(at, at + rowsPerSegment);
       const n = pending.length;
-      for (const r of slice) {
+      const sliceDigests = slice.map((r) => digest(r.json));
+      for (const [i, r] of slice.entries()) {
         index.set(r.key, n);
-        digests.set(r.key, digest(r.json));
+        digests.set(r.key, sliceDigests[i] as string);
       }
       // Compressed on libuv's thread pool, in parallel: a full build must not stall requests.
       pending.push(
@@ -139,11 +166,12 @@ export class SegmentedList {
           n,
           slice.map((r) => r.key),
           slice.map((r) => Buffer.from(r.json)),
+          sliceDigests,
         ),
       );
     }
-    openPiece ??= piece(Buffer.from('{"data":['));
-    closePiece ??= piece(Buffer.from(']'));
+    openPiece ??= fixedPiece('{"data":[');
+    closePiece ??= fixedPiece(']');
     const [open, close, segments] = await Promise.all([openPiece, closePiece, Promise.all(pending)]);
     return new SegmentedList(segments, index, digests, open, close);
   }
@@ -232,7 +260,11 @@ export class SegmentedList {
     this.lastUnchanged = unchanged;
     if (work.size === 0) return true;
     for (const w of work.values()) if (w.rows.length === 0 || w.rows.length > MAX_SEGMENT_ROWS) return false;
-    const rebuilt = [...work].map(([at, w]) => segment(at, w.keys, w.rows).then((seg): [number, Segment] => [at, seg]));
+    const level = work.size > BURST_SEGMENTS ? BURST_LEVEL : LEVEL;
+    const digestOf = (key: string) => written.get(key) ?? (this.digests.get(key) as string);
+    const rebuilt = [...work].map(([at, w]) =>
+      segment(at, w.keys, w.rows, w.keys.map(digestOf), level).then((seg): [number, Segment] => [at, seg]),
+    );
     // Everything above could still refuse; from here on the list changes.
     for (const [at, seg] of await Promise.all(rebuilt)) this.segments[at] = seg;
     for (const key of removed) {

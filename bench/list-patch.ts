@@ -1,0 +1,82 @@
+/**
+ * What a list body's patch costs by how many rows it carries (list-body.ts), on one marketplace's
+ * full-size list of the simulator's rows: wall and CPU milliseconds (CPU includes libuv's
+ * compression threads), medians of 7 patches of randomly chosen rows, and the body's size. The
+ * figures behind the burst level of list-body.ts (bench/bottlenecks.md, Freshness).
+ *
+ *   node --import tsx bench/list-patch.ts [--size 35000]
+ */
+import { parseArgs } from 'node:util';
+import { generateCatalogue, formatMinor, MarketModel } from '@skinprices/simulator';
+import { SegmentedList, type ListRow, type RowChange } from '@skinprices/api';
+
+const { values } = parseArgs({ options: { size: { type: 'string', default: '35000' } } });
+const AT = Date.UTC(2026, 10, 20, 12);
+const model = new MarketModel(generateCatalogue({ seed: 7, size: Number(values.size) }), 7);
+const listed = model.listings('cn-a', AT).filter((l) => l.priceMinor !== null);
+const decimal = (max: number) => (Math.random() * max).toFixed(2);
+
+/** A row shaped as the API's list rows (readmodel.ts listingRow), with statistics that vary. */
+function rowJson(i: number, at: number): string {
+  const l = listed[i] as (typeof listed)[number];
+  return JSON.stringify({
+    id: l.item.index,
+    market_hash_name: l.item.marketHashName,
+    stattrak: 0,
+    souvenir: 0,
+    price: formatMinor((l.priceMinor as number) + Math.floor(Math.random() * 100)),
+    avg_7d: decimal(100),
+    avg_30d: decimal(100),
+    avg_90d: decimal(100),
+    change_24h: decimal(10),
+    change_7d: decimal(10),
+    change_30d: decimal(10),
+    change_90d: null,
+    count: l.count,
+    phase: l.item.phase,
+    updated_at: new Date(at).toISOString(),
+    liquidity: decimal(100),
+    templateId: l.item.index,
+    is_outlier: false,
+    confidence: '0.93',
+  });
+}
+
+const rows: ListRow[] = listed.map((l, i) => ({
+  key: `${l.item.marketHashName}|${l.item.phase}`,
+  json: rowJson(i, AT),
+}));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
+
+/** Wall and CPU milliseconds of `f`. */
+async function timed(f: () => Promise<unknown>): Promise<[number, number]> {
+  const cpu = process.cpuUsage();
+  const t0 = performance.now();
+  await f();
+  const used = process.cpuUsage(cpu);
+  return [performance.now() - t0, (used.user + used.system) / 1000];
+}
+
+const [buildWall, buildCpu] = await timed(() => SegmentedList.build(rows));
+const list = await SegmentedList.build(rows);
+console.log(
+  `${rows.length} rows, build ${buildWall.toFixed(0)} ms wall, ${buildCpu.toFixed(0)} ms CPU, ${list.body.headGzip.length} bytes gzip`,
+);
+for (const n of [10, 100, 900, 3_600]) {
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  for (let rep = 0; rep < 7; rep++) {
+    const changes: RowChange[] = Array.from({ length: n }, () => {
+      const i = Math.floor(Math.random() * rows.length);
+      return { key: (rows[i] as ListRow).key, json: rowJson(i, Date.now()) };
+    });
+    const [w, c] = await timed(async () => {
+      if (!(await list.patch(changes))) throw new Error('patch refused');
+    });
+    wall.push(w);
+    cpu.push(c);
+  }
+  console.log(
+    `patch of ${n} rows: ${median(wall).toFixed(0)} ms wall, ${median(cpu).toFixed(0)} ms CPU, body ${list.body.headGzip.length} bytes gzip`,
+  );
+}
