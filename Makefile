@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps up up-cluster down status run replay reset-offsets keys test test-unit test-integration bench bench-tools chaos lint typecheck format clean
+.PHONY: help deps up up-cluster down status run build replay reset-offsets keys test test-unit test-integration bench bench-tools chaos lint typecheck format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -29,6 +29,9 @@ status: ## what of the local stack is running
 
 run: up ## the whole platform with demo data: simulator, 14 pollers, materializer, API on :8080; demo keys printed and in .local/demo-keys.json; Ctrl-C stops all; refuses to start while it (or anything on its ports) runs
 	node --import tsx infra/local/run.ts
+
+build: deps ## the services compiled ahead into dist/ (api.mjs, poller.mjs, materializer.mjs, simulator.mjs): what a deployment runs with `node --enable-source-maps dist/<service>.mjs`; make run compiles its own at each start
+	node --import tsx infra/local/build.ts dist
 
 keys: deps ## manage API keys: make keys ARGS='create --customer acme --plan pro' (list, disable, expire, restrict)
 	node --import tsx services/api/src/keys-cli.ts $(ARGS)

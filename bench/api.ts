@@ -11,7 +11,10 @@
  * runs as its own process, as deployed. nginx runs one worker, like the one Node process.
  * Writes bench/results/api.json. Needs `make up` (PostgreSQL), nginx and wrk (`apt-get install nginx-light wrk`).
  */
+import { mkdtempSync } from 'node:fs';
 import { get } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { API_MIGRATIONS_DIR } from '@skinprices/api';
 import { MARKETS } from '@skinprices/domain';
@@ -33,6 +36,7 @@ import {
   writeResult,
   type Load,
 } from './support/harness.js';
+import { buildServices } from '../infra/local/build.js';
 import { snapshotListings } from './support/listings.js';
 
 const args = benchArgs('api');
@@ -83,8 +87,11 @@ await keysPool.end();
 const secret = await benchKey(databaseUrl, KEYS);
 
 // ---- the API as its own process -----------------------------------------------------------------
+// Compiled ahead, as make run deploys it (its resident memory is one of the figures).
+const buildDir = mkdtempSync(join(tmpdir(), 'bench-api-build-'));
+const [apiBundle] = (await buildServices(['services/api/src/main.ts'], buildDir)).values();
 const api = startService(
-  'services/api/src/main.ts',
+  apiBundle as string,
   { API_PORT: String(API_PORT), DATABASE_SCHEMA: SCHEMA, KEYS_SCHEMA: KEYS, LOG_LEVEL: 'warn' },
   args.profileDir,
 );

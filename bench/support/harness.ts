@@ -90,7 +90,10 @@ export function startProcess(
   return child;
 }
 
-/** A Node service as deployed (`node --import tsx`), with `--cpu-prof` when profiling. */
+/**
+ * A Node service: a bundle compiled ahead as deployed (infra/local/build.ts), or a TypeScript
+ * entry under `--import tsx`; with `--cpu-prof` when profiling.
+ */
 export function startService(
   script: string,
   env: Record<string, string>,
@@ -98,7 +101,8 @@ export function startService(
   stdio: 'ignore' | 'inherit' = 'ignore',
 ): ChildProcess {
   const prof = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  return startProcess(process.execPath, [...prof, '--import', 'tsx', script], env, stdio);
+  const load = script.endsWith('.ts') ? ['--import', 'tsx'] : ['--enable-source-maps'];
+  return startProcess(process.execPath, [...prof, ...load, script], env, stdio);
 }
 
 /** Stops a child with SIGTERM (so `--cpu-prof` writes its profile) and waits for it. */

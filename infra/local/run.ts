@@ -4,8 +4,9 @@
  * upstream simulator, a poller per marketplace, the materializer and the API. Ctrl-C stops them
  * all. The end-to-end test boots the platform through this same file.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { API_MIGRATIONS_DIR, KeyStore, type Plan } from '@skinprices/api';
 import { AppError, MARKETS } from '@skinprices/domain';
@@ -13,6 +14,7 @@ import { createKafka, ensureTopics, EventSerde, topicDefinitions, waitForKafka }
 import { commonEnv, createLogger, intFromEnv, parseConfig, waitForUrl } from '@skinprices/runtime';
 import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/store';
 import { z } from 'zod';
+import { buildServices, SERVICE_ENTRIES } from './build.js';
 import { DEFAULT_RESTART_POLICY } from './restart-policy.js';
 import { claimPlatform, platformPorts, runLockFile } from './run-guard.js';
 import { Supervisor } from './supervisor.js';
@@ -150,6 +152,13 @@ mkdirSync(dirname(config.DEMO_KEYS_FILE), { recursive: true });
 writeFileSync(config.DEMO_KEYS_FILE, `${JSON.stringify(keys, null, 2)}\n`);
 
 // ---- the services -------------------------------------------------------------------------------
+// Compiled ahead, as deployed (build.ts), into a directory of this run's own: a second platform
+// (another schema, the tests) compiling at the same moment must not overwrite a bundle that is
+// being loaded.
+const buildDir = mkdtempSync(join(tmpdir(), 'skinprices-build-'));
+process.on('exit', () => rmSync(buildDir, { recursive: true, force: true }));
+const bundles = await buildServices(SERVICE_ENTRIES, buildDir);
+const bundle = (service: string) => bundles.get(`services/${service}/src/main.ts`) as string;
 const supervisor = new Supervisor({ policy: { ...DEFAULT_RESTART_POLICY, healthyMs: config.RESTART_HEALTHY_MS } });
 const common = {
   DATABASE_URL: config.DATABASE_URL,
@@ -159,7 +168,7 @@ const common = {
 };
 supervisor.start({
   name: 'simulator',
-  script: 'services/simulator/src/main.ts',
+  script: bundle('simulator'),
   env: {
     SIM_CONTROL_PORT: String(config.SIM_CONTROL_PORT),
     SIM_BASE_PORT: String(config.SIM_BASE_PORT),
@@ -187,7 +196,7 @@ const markets = (await (await fetch(`${control}/_sim/markets`)).json()) as { slu
 for (const m of MARKETS)
   supervisor.start({
     name: `poller-${m.slug}`,
-    script: 'services/poller/src/main.ts',
+    script: bundle('poller'),
     env: {
       ...common,
       MARKET: m.slug,
@@ -208,7 +217,7 @@ for (const m of MARKETS)
   });
 supervisor.start({
   name: 'materializer',
-  script: 'services/materializer/src/main.ts',
+  script: bundle('materializer'),
   env: {
     ...common,
     DATABASE_SCHEMA: config.DATABASE_SCHEMA,
@@ -219,7 +228,7 @@ supervisor.start({
 });
 supervisor.start({
   name: 'api',
-  script: 'services/api/src/main.ts',
+  script: bundle('api'),
   env: {
     ...common,
     DATABASE_SCHEMA: config.DATABASE_SCHEMA,

@@ -1,7 +1,8 @@
 /*
- * Runs each service as its own process (`node --import tsx …`, never the tsx CLI: that runs the
- * program in a grandchild, so a signal to it would not reach the service), prefixes its output
- * with its name, restarts it after a crash, and stops them all in reverse order.
+ * Runs each service as its own process (its bundle compiled ahead, build.ts, or `node --import tsx`
+ * for a TypeScript entry; never the tsx CLI: that runs the program in a grandchild, so a signal to
+ * it would not reach the service), prefixes its output with its name, restarts it after a crash,
+ * and stops them all in reverse order.
  *
  * When to restart is decided by the pure transition in restart-policy.ts (its diagram is there);
  * this class only performs the effects of each new state:
@@ -35,7 +36,10 @@ export interface SupervisorOptions {
   policy: RestartPolicy;
   /** @default Date.now */
   now: () => number;
-  /** Starts one service's process. @default `node --import tsx <script>` in its own process group */
+  /**
+   * Starts one service's process. @default `node --enable-source-maps <script>` for a compiled
+   * bundle, `node --import tsx <script>` for a TypeScript entry, in its own process group
+   */
   launch: (spec: ServiceSpec) => ChildProcess;
 }
 
@@ -47,7 +51,8 @@ interface Child {
 }
 
 function launchNode(spec: ServiceSpec): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', spec.script], {
+  const args = spec.script.endsWith('.ts') ? ['--import', 'tsx', spec.script] : ['--enable-source-maps', spec.script];
+  return spawn(process.execPath, args, {
     env: { ...process.env, ...spec.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group: a terminal's Ctrl-C reaches only the supervisor, which then stops

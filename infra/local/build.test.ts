@@ -1,0 +1,56 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildServices, bundleOf, SERVICE_ENTRIES } from './build.js';
+
+const dirs: string[] = [];
+const temp = (prefix: string) => {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('buildServices', () => {
+  it('names each service’s bundle after it', () => {
+    expect(SERVICE_ENTRIES.map((e) => bundleOf(e, '/out'))).toEqual([
+      '/out/simulator.mjs',
+      '/out/poller.mjs',
+      '/out/materializer.mjs',
+      '/out/api.mjs',
+    ]);
+  });
+
+  it('keeps files found next to a module’s source (import.meta.url) found from the bundle', async () => {
+    // A module that reads a file beside its source, as the migrations and Avro schemas are read.
+    const src = temp('build-src-');
+    mkdirSync(join(src, 'lib', 'data'), { recursive: true });
+    writeFileSync(join(src, 'lib', 'data', 'greeting.txt'), 'found');
+    writeFileSync(
+      join(src, 'lib', 'read.ts'),
+      `import { readFileSync } from 'node:fs';
+       export const greeting = (): string => readFileSync(new URL('./data/greeting.txt', import.meta.url), 'utf8');`,
+    );
+    writeFileSync(join(src, 'main.ts'), `import { greeting } from './lib/read.js';\nconsole.log(greeting());`);
+    const out = temp('build-out-');
+    const bundle = (await buildServices([join(src, 'main.ts')], out)).get(join(src, 'main.ts')) as string;
+    expect(bundle).toBe(join(out, 'main.mjs'));
+    const run = spawnSync(process.execPath, ['--enable-source-maps', bundle], { encoding: 'utf8' });
+    expect(run.stderr).toBe('');
+    expect(run.stdout.trim()).toBe('found');
+  });
+
+  it('leaves packages from node_modules to Node and bundles our own', async () => {
+    const out = temp('build-api-');
+    const bundle = (await buildServices(['services/api/src/main.ts'], out)).get('services/api/src/main.ts') as string;
+    const text = (await import('node:fs')).readFileSync(bundle, 'utf8');
+    expect(text).toMatch(/from "fastify"/);
+    expect(text).not.toMatch(/from "@skinprices\//);
+    // The migrations are found where the source has them.
+    expect(text).toContain('new URL("../migrations/", new URL(');
+  });
+});
