@@ -192,3 +192,70 @@ describe('derive path apart from ingest', () => {
     }
   }, 60_000);
 });
+
+describe('the recomputation paced by its cost', () => {
+  const stack = new TestStack();
+  let sim: Sim;
+  let pool: Pool;
+  let materializer: Awaited<ReturnType<typeof startMaterializer>>;
+  let poller: Awaited<ReturnType<typeof startPoller>>['poller'];
+
+  beforeAll(async () => {
+    sim = await startSimulator(stack, 150);
+    const suffix = await projectTopics(stack);
+    ({ pool } = await stack.schema());
+    // Any recomputation pauses the next one for the longest pause (MAX_RECOMPUTE_PAUSE_MS, 30 s).
+    materializer = await startMaterializer(stack, suffix, pool, { deriveIntervalMs: 100, recomputeCostFactor: 1e9 });
+    poller = (await startPoller(stack, sim, 'cn-b', suffix)).poller;
+  }, 60_000);
+  afterAll(() => stack.cleanup());
+
+  const pending = async () =>
+    (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM derive_pending')).rows[0]!.n;
+  const scored = async () =>
+    (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM item_liquidity')).rows[0]!.n;
+
+  it('applies markers during the pause, queues their recomputation, and a settle runs it at once', async () => {
+    const first = await poller.runOnce('LISTINGS');
+    // The first recomputation is not paused: nothing ran before it.
+    await until('the first recomputation', async () =>
+      (await pending()) === 0 && (await scored()) > 0 ? true : undefined,
+    );
+    const listed = await scored();
+    expect(first.marker.cycle_id).toBeTruthy();
+
+    // An item vanishes upstream: the next cycle's marker nulls it (markers are not paced) and
+    // queues a recomputation, which waits out the pause: its item keeps its liquidity row.
+    const { records } = (await sim.control('GET', '/_sim/truth?market=cn-b&kind=listings')) as {
+      records: { market_hash_name: string; phase: string; price: string | null }[];
+    };
+    const gone = records.filter((r) => r.price !== null)[0]!;
+    await sim.control('POST', '/_sim/override', {
+      market: 'cn-b',
+      market_hash_name: gone.market_hash_name,
+      phase: gone.phase,
+      price: null, // no listing: the upstream leaves the item out of its answer
+      count: 0,
+    });
+    const second = await poller.runOnce('LISTINGS');
+    await until('the second marker applied', async () =>
+      (
+        await pool.query<{ applied: boolean }>(
+          'SELECT applied_at IS NOT NULL AS applied FROM poll_cycles WHERE cycle_id = $1',
+          [second.marker.cycle_id],
+        )
+      ).rows[0]?.applied
+        ? true
+        : undefined,
+    );
+    // Twenty of the deriver's ticks later, still queued.
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(await pending()).toBeGreaterThan(0);
+    expect(await scored()).toBe(listed);
+
+    // A replay's or a test's end is not paced.
+    await materializer.settle();
+    expect(await pending()).toBe(0);
+    expect(await scored()).toBe(listed - 1);
+  }, 60_000);
+});

@@ -18,6 +18,8 @@
  * transaction, the row locks were held through the recomputation: ~27 s under the platform
  * benchmark's load.)
  *
+ * The recomputation is paced (RECOMPUTE_COST_FACTOR): a round in its pause applies markers only.
+ *
  *   idle ──poke()/tick──▶ deriving ──nothing ready / lock held elsewhere──▶ idle
  *                           │  ▲
  *                           └──┘ markers applied: look again (more may have become ready)
@@ -54,7 +56,27 @@ export interface DeriverOptions {
    * process's batch, a transaction that failed). @default 1000
    */
   intervalMs?: number;
+  /**
+   * After a recomputation that took T, the next starts no sooner than this many times T later
+   * (RECOMPUTE_COST_FACTOR): it reads the whole catalogue (liquidity) whatever a marker touched.
+   * @default 2
+   */
+  recomputeCostFactor?: number;
 }
+
+/**
+ * Why the recomputation is paced: every poll cycle of any of the 14 marketplaces queues one, and
+ * each reads the whole catalogue. Run back to back, on the platform bench's slower day they took
+ * 189 s of a 4.5-minute phase (23 runs of ~8 s, one PostgreSQL backend each), beside ingest on the
+ * same two cores, and a price waited up to 18.8 s from produced to committed. Paced, the queued
+ * work (derive_pending) is coalesced into the next run: liquidity scores move every ~3T instead
+ * of every T (the API shows them with a lag of its own, DERIVED_MAX_LAG_MS), and the last run
+ * still sees all data at the final clock (replay determinism, recomputeDerived). settle() is not
+ * paced: a replay's or a test's end recomputes at once.
+ */
+const RECOMPUTE_COST_FACTOR = 2;
+/** A recomputation that waited long for a lock (wall time, not work) never pauses it longer than this. */
+const MAX_RECOMPUTE_PAUSE_MS = 30_000;
 
 /** The derive path's two transactions: applying markers, and recomputing what they queued. */
 export type DeriveStep = 'markers' | 'recompute';
@@ -84,6 +106,8 @@ export class Deriver {
   private readonly listeners = new Set<(r: DeriveReport) => void>();
   /** Failed derive transactions in a row: a short pause each, so a persistent failure does not spin. */
   private readonly failures = new Backoff({ baseMs: 200, maxMs: 5_000 });
+  /** When the next recomputation may start (performance.now()): see RECOMPUTE_COST_FACTOR. */
+  private recomputeDueAt = 0;
 
   constructor(
     private readonly options: DeriverOptions,
@@ -188,18 +212,34 @@ export class Deriver {
         if (applied.length > 0) await notify(client, ['derived', ...touched]);
         return applied;
       });
-      // Its own transaction, after the markers' has released its row locks (migration 0014).
-      const recomputed = await this.locked(client, wait, 'recompute', async () => {
-        const done = await recomputeDerived(client);
-        // `scores`: the lists read liquidity scores only after this (the API's LiquidityLag).
-        if (done) await notify(client, ['derived', 'scores']);
-        return done ? ['recompute'] : [];
-      });
+      // Its own transaction, after the markers' has released its row locks (migration 0014);
+      // paced unless settling (the 1 s timer pokes again, and finds it due).
+      const recomputed = wait || performance.now() >= this.recomputeDueAt ? await this.recompute(client, wait) : [];
       if (markers.length > 0) await this.retain(client);
       return markers.length + recomputed.length;
     } finally {
       client.release();
     }
+  }
+
+  /** Recomputes what the markers queued; the next run is due RECOMPUTE_COST_FACTOR times its time later. */
+  private async recompute(client: PoolClient, wait: boolean): Promise<string[]> {
+    const t0 = performance.now();
+    const done = await this.locked(client, wait, 'recompute', async () => {
+      const queued = await recomputeDerived(client);
+      // `scores`: the lists read liquidity scores only after this (the API's LiquidityLag).
+      if (queued) await notify(client, ['derived', 'scores']);
+      return queued ? ['recompute'] : [];
+    });
+    if (done.length > 0) {
+      const took = performance.now() - t0;
+      const pause = Math.min(
+        took * (this.options.recomputeCostFactor ?? RECOMPUTE_COST_FACTOR),
+        MAX_RECOMPUTE_PAUSE_MS,
+      );
+      this.recomputeDueAt = t0 + took + pause;
+    }
+    return done;
   }
 
   /**

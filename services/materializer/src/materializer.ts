@@ -63,6 +63,8 @@ export interface MaterializerOptions {
   concurrency?: number;
   /** How often the derive path looks for ready markers without a poke. @default 1000 */
   deriveIntervalMs?: number;
+  /** The derive path's pause after a recomputation, in multiples of its time (deriver.ts). @default 2 */
+  recomputeCostFactor?: number;
   /** Per `topic:partition`, the first offset not to apply. @default none */
   stopAt?: ReadonlyMap<string, bigint>;
   /**
@@ -221,6 +223,9 @@ export class Materializer {
         outbox: this.options.outbox ?? true,
         hourlyRetentionDays: this.options.hourlyRetentionDays ?? 100,
         ...(this.options.deriveIntervalMs ? { intervalMs: this.options.deriveIntervalMs } : {}),
+        ...(this.options.recomputeCostFactor === undefined
+          ? {}
+          : { recomputeCostFactor: this.options.recomputeCostFactor }),
       },
       { pool, logger },
     );
