@@ -11,10 +11,7 @@
  * runs as its own process, as deployed. nginx runs one worker, like the one Node process.
  * Writes bench/results/api.json. Needs `make up` (PostgreSQL), nginx and wrk (`apt-get install nginx-light wrk`).
  */
-import { mkdtempSync } from 'node:fs';
 import { get } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { API_MIGRATIONS_DIR } from '@skinprices/api';
 import { MARKETS } from '@skinprices/domain';
@@ -36,7 +33,7 @@ import {
   writeResult,
   type Load,
 } from './support/harness.js';
-import { buildServices } from '../infra/local/build.js';
+import { buildDirectory, buildServices } from '../infra/local/build.js';
 import { snapshotListings } from './support/listings.js';
 
 const args = benchArgs('api');
@@ -88,8 +85,9 @@ const secret = await benchKey(databaseUrl, KEYS);
 
 // ---- the API as its own process -----------------------------------------------------------------
 // Compiled ahead, as make run deploys it (its resident memory is one of the figures).
-const buildDir = mkdtempSync(join(tmpdir(), 'bench-api-build-'));
-const [apiBundle] = (await buildServices(['services/api/src/main.ts'], buildDir)).values();
+const build = buildDirectory('bench-api-');
+process.on('exit', build.remove);
+const [apiBundle] = (await buildServices(['services/api/src/main.ts'], build.dir)).values();
 const api = startService(
   apiBundle as string,
   { API_PORT: String(API_PORT), DATABASE_SCHEMA: SCHEMA, KEYS_SCHEMA: KEYS, LOG_LEVEL: 'warn' },

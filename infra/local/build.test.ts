@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildServices, bundleOf, SERVICE_ENTRIES } from './build.js';
+import { buildDirectory, buildServices, bundleOf, SERVICE_ENTRIES } from './build.js';
 
 const dirs: string[] = [];
 const temp = (prefix: string) => {
@@ -25,7 +25,7 @@ describe('buildServices', () => {
     ]);
   });
 
-  it('keeps files found next to a module’s source (import.meta.url) found from the bundle', async () => {
+  it('keeps files next to a module’s source (import.meta.url) and its dependencies found from the bundle', async () => {
     // A module that reads a file beside its source, as the migrations and Avro schemas are read.
     const src = temp('build-src-');
     mkdirSync(join(src, 'lib', 'data'), { recursive: true });
@@ -35,13 +35,20 @@ describe('buildServices', () => {
       `import { readFileSync } from 'node:fs';
        export const greeting = (): string => readFileSync(new URL('./data/greeting.txt', import.meta.url), 'utf8');`,
     );
-    writeFileSync(join(src, 'main.ts'), `import { greeting } from './lib/read.js';\nconsole.log(greeting());`);
-    const out = temp('build-out-');
-    const bundle = (await buildServices([join(src, 'main.ts')], out)).get(join(src, 'main.ts')) as string;
-    expect(bundle).toBe(join(out, 'main.mjs'));
+    // And a dependency from node_modules, which Node resolves from where the bundle is.
+    writeFileSync(
+      join(src, 'main.ts'),
+      `import Decimal from 'decimal.js';\nimport { greeting } from './lib/read.js';\nconsole.log(greeting(), new Decimal('0.1').plus('0.2').toString());`,
+    );
+    const out = buildDirectory('test-');
+    dirs.push(out.dir);
+    const bundle = (await buildServices([join(src, 'main.ts')], out.dir)).get(join(src, 'main.ts')) as string;
+    expect(bundle).toBe(join(out.dir, 'main.mjs'));
     const run = spawnSync(process.execPath, ['--enable-source-maps', bundle], { encoding: 'utf8' });
     expect(run.stderr).toBe('');
-    expect(run.stdout.trim()).toBe('found');
+    expect(run.stdout.trim()).toBe('found 0.3');
+    out.remove();
+    expect(existsSync(out.dir)).toBe(false);
   });
 
   it('leaves packages from node_modules to Node and bundles our own', async () => {

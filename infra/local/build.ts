@@ -12,6 +12,7 @@
  *
  *   node --import tsx infra/local/build.ts [outDir]   (make build: dist/, what a deployment runs)
  */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,6 +48,19 @@ function sourceUrls(outDir: string): Plugin {
       });
     },
   };
+}
+
+/**
+ * A new directory for one run's bundles, inside the checkout (`.local/build/`): Node finds a
+ * bundle's dependencies in the node_modules of the directories above it, which a directory under
+ * /tmp has not. Its own per run, so that two platforms starting at once (another schema, the
+ * tests) never load a bundle the other is writing; `remove` deletes it.
+ */
+export function buildDirectory(prefix: string): { dir: string; remove: () => void } {
+  const parent = join(ROOT, '.local', 'build');
+  mkdirSync(parent, { recursive: true });
+  const dir = mkdtempSync(join(parent, prefix));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** The bundle an entry is compiled to: `services/api/src/main.ts` → `<outDir>/api.mjs`. */

@@ -4,9 +4,8 @@
  * upstream simulator, a poller per marketplace, the materializer and the API. Ctrl-C stops them
  * all. The end-to-end test boots the platform through this same file.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { API_MIGRATIONS_DIR, KeyStore, type Plan } from '@skinprices/api';
 import { AppError, MARKETS } from '@skinprices/domain';
@@ -14,7 +13,7 @@ import { createKafka, ensureTopics, EventSerde, topicDefinitions, waitForKafka }
 import { commonEnv, createLogger, intFromEnv, parseConfig, waitForUrl } from '@skinprices/runtime';
 import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/store';
 import { z } from 'zod';
-import { buildServices, SERVICE_ENTRIES } from './build.js';
+import { buildDirectory, buildServices, SERVICE_ENTRIES } from './build.js';
 import { DEFAULT_RESTART_POLICY } from './restart-policy.js';
 import { claimPlatform, platformPorts, runLockFile } from './run-guard.js';
 import { Supervisor } from './supervisor.js';
@@ -152,12 +151,10 @@ mkdirSync(dirname(config.DEMO_KEYS_FILE), { recursive: true });
 writeFileSync(config.DEMO_KEYS_FILE, `${JSON.stringify(keys, null, 2)}\n`);
 
 // ---- the services -------------------------------------------------------------------------------
-// Compiled ahead, as deployed (build.ts), into a directory of this run's own: a second platform
-// (another schema, the tests) compiling at the same moment must not overwrite a bundle that is
-// being loaded.
-const buildDir = mkdtempSync(join(tmpdir(), 'skinprices-build-'));
-process.on('exit', () => rmSync(buildDir, { recursive: true, force: true }));
-const bundles = await buildServices(SERVICE_ENTRIES, buildDir);
+// Compiled ahead, as deployed (build.ts), into a directory of this run's own.
+const build = buildDirectory('run-');
+process.on('exit', build.remove);
+const bundles = await buildServices(SERVICE_ENTRIES, build.dir);
 const bundle = (service: string) => bundles.get(`services/${service}/src/main.ts`) as string;
 const supervisor = new Supervisor({ policy: { ...DEFAULT_RESTART_POLICY, healthyMs: config.RESTART_HEALTHY_MS } });
 const common = {
