@@ -367,11 +367,15 @@ export function cpuSeconds(rootPid: number): Map<string, number> {
     let name = 'other';
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      const script = cmd.find((a) => a.includes('/src/main.ts') || a.endsWith('run.ts'));
+      // A service's TypeScript entry (services/<name>/src/main.ts) or its bundle (<name>.mjs).
+      const script = cmd.find((a) => a.includes('/src/main.ts') || a.endsWith('.mjs') || a.endsWith('run.ts'));
       const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
       const market = env.find((e) => e.startsWith('MARKET='))?.slice(7);
       name = script
-        ? script.replace(/^.*services\/([^/]+)\/.*$/, '$1').replace(/^.*\/run\.ts$/, 'supervisor')
+        ? script
+            .replace(/^.*services\/([^/]+)\/.*$/, '$1')
+            .replace(/^(.*\/)?([^/]+)\.mjs$/, '$2')
+            .replace(/^.*\/run\.ts$/, 'supervisor')
         : 'other';
       if (market && name === 'poller') name = `poller ${market}`;
     } catch {

@@ -51,6 +51,22 @@ describe('buildServices', () => {
     expect(existsSync(out.dir)).toBe(false);
   });
 
+  it('deletes the build directories of runs whose process is gone, and keeps those of live ones', () => {
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid as number;
+    const first = buildDirectory('test-');
+    dirs.push(first.dir);
+    const parent = join(first.dir, '..');
+    const stale = join(parent, `run-${dead}-abcdef`);
+    const live = join(parent, `run-${process.pid}-abcdef`);
+    for (const d of [stale, live]) mkdirSync(d, { recursive: true });
+    dirs.push(live);
+    const next = buildDirectory('test-');
+    dirs.push(next.dir);
+    expect(existsSync(stale)).toBe(false);
+    expect(existsSync(live)).toBe(true);
+    expect(next.dir.startsWith(join(parent, `test-${process.pid}-`))).toBe(true);
+  });
+
   it('leaves packages from node_modules to Node and bundles our own', async () => {
     const out = temp('build-api-');
     const bundle = (await buildServices(['services/api/src/main.ts'], out)).get('services/api/src/main.ts') as string;

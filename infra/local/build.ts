@@ -12,7 +12,7 @@
  *
  *   node --import tsx infra/local/build.ts [outDir]   (make build: dist/, what a deployment runs)
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,16 +50,31 @@ function sourceUrls(outDir: string): Plugin {
   };
 }
 
+/** Whether process `pid` exists (a signal 0 is refused with ESRCH only when it does not). */
+function exists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
+
 /**
- * A new directory for one run's bundles, inside the checkout (`.local/build/`): Node finds a
- * bundle's dependencies in the node_modules of the directories above it, which a directory under
- * /tmp has not. Its own per run, so that two platforms starting at once (another schema, the
- * tests) never load a bundle the other is writing; `remove` deletes it.
+ * A new directory for one run's bundles, inside the checkout (`.local/build/<prefix><pid>-…`):
+ * Node finds a bundle's dependencies in the node_modules of the directories above it, which a
+ * directory under /tmp has not. Its own per run, so that two platforms starting at once (another
+ * schema, the tests) never load a bundle the other is writing; `remove` deletes it, and the
+ * directories of runs whose process is gone (killed before it could) are deleted here.
  */
 export function buildDirectory(prefix: string): { dir: string; remove: () => void } {
   const parent = join(ROOT, '.local', 'build');
   mkdirSync(parent, { recursive: true });
-  const dir = mkdtempSync(join(parent, prefix));
+  for (const name of readdirSync(parent)) {
+    const pid = Number(/^[a-z-]+-(\d+)-/.exec(name)?.[1]);
+    if (pid > 0 && !exists(pid)) rmSync(join(parent, name), { recursive: true, force: true });
+  }
+  const dir = mkdtempSync(join(parent, `${prefix}${process.pid}-`));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
