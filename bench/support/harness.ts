@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { KeyStore } from '@skinprices/api';
 import { waitForUrl } from '@skinprices/runtime';
 import { createPool } from '@skinprices/store';
+import { nodeArgs } from '../../infra/local/supervisor.js';
 
 export interface BenchArgs {
   /** Catalogue names (35,000 is the real catalogue). */
@@ -101,8 +102,7 @@ export function startService(
   stdio: 'ignore' | 'inherit' = 'ignore',
 ): ChildProcess {
   const prof = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const load = script.endsWith('.ts') ? ['--import', 'tsx'] : ['--enable-source-maps'];
-  return startProcess(process.execPath, [...prof, ...load, script], env, stdio);
+  return startProcess(process.execPath, [...prof, ...nodeArgs(script)], env, stdio);
 }
 
 /** Stops a child with SIGTERM (so `--cpu-prof` writes its profile) and waits for it. */

@@ -2,9 +2,10 @@
  * The services compiled ahead, as deployed: one ES module per entry (`services/<name>/src/main.ts`
  * → `<outDir>/<name>.mjs`, with a source map), our packages bundled in, everything from
  * node_modules left to Node's resolution. Run under `node --import tsx`, every process compiled
- * its ~150 modules at start with its own loader thread: measured for the API's module graph,
- * 2.8 CPU-s and 157 MB RSS to load under tsx against 1.1 CPU-s and 88 MB from the bundle, and
- * the platform starts 17 such processes (14 pollers) on two cores at once.
+ * its ~150 modules at start with its own loader thread: loading the API's module graph took
+ * 2.9–3.3 CPU-s and 143–152 MB RSS under tsx against 1.1–1.4 CPU-s and 89 MB from the bundle, a
+ * poller's 1.7–2.0 CPU-s and 110 MB against 0.75–0.96 CPU-s and 83–85 MB (idle machine, 3 runs
+ * each), and the platform starts 17 such processes (14 pollers) on two cores at once.
  *
  * A module that finds its files next to its source (`new URL('../migrations/', import.meta.url)`)
  * keeps finding them: in each of our modules `import.meta.url` becomes its source file's URL,

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Supervisor, type ServiceSpec } from './supervisor.js';
+import { nodeArgs, Supervisor, type ServiceSpec } from './supervisor.js';
 
 /** A stand-in for a service's process: no I/O, exits when told to. */
 class FakeProcess extends EventEmitter {
@@ -42,6 +42,16 @@ function harness() {
   const spec: ServiceSpec = { name: 'api', script: 'services/api/src/main.ts', env: {} };
   return { supervisor, launched, lines, spec, last: () => launched.at(-1) as FakeProcess };
 }
+
+describe('nodeArgs', () => {
+  it('runs a compiled bundle with its source maps and a TypeScript entry under tsx', () => {
+    expect(nodeArgs('/repo/.local/build/run-1-x/api.mjs')).toEqual([
+      '--enable-source-maps',
+      '/repo/.local/build/run-1-x/api.mjs',
+    ]);
+    expect(nodeArgs('services/api/src/main.ts')).toEqual(['--import', 'tsx', 'services/api/src/main.ts']);
+  });
+});
 
 describe('Supervisor', () => {
   beforeEach(() => void vi.useFakeTimers());

@@ -50,9 +50,13 @@ interface Child {
   timer?: NodeJS.Timeout;
 }
 
+/** How Node runs `script`: a bundle (build.ts) with its source maps, a TypeScript entry under tsx. */
+export function nodeArgs(script: string): string[] {
+  return script.endsWith('.ts') ? ['--import', 'tsx', script] : ['--enable-source-maps', script];
+}
+
 function launchNode(spec: ServiceSpec): ChildProcess {
-  const args = spec.script.endsWith('.ts') ? ['--import', 'tsx', spec.script] : ['--enable-source-maps', spec.script];
-  return spawn(process.execPath, args, {
+  return spawn(process.execPath, nodeArgs(spec.script), {
     env: { ...process.env, ...spec.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group: a terminal's Ctrl-C reaches only the supervisor, which then stops

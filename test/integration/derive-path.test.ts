@@ -34,6 +34,34 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
   }
 }
 
+type TruthRecord = { market_hash_name: string; phase: string; price: string | null };
+
+/** CN-B's listed items as the simulator holds them. */
+async function listedOnCnB(sim: Sim): Promise<TruthRecord[]> {
+  const { records } = (await sim.control('GET', '/_sim/truth?market=cn-b&kind=listings')) as { records: TruthRecord[] };
+  return records.filter((r) => r.price !== null);
+}
+
+/** The item leaves CN-B's answer: no listing. */
+async function vanishOnCnB(sim: Sim, item: TruthRecord): Promise<void> {
+  await sim.control('POST', '/_sim/override', {
+    market: 'cn-b',
+    market_hash_name: item.market_hash_name,
+    phase: item.phase,
+    price: null, // no listing: the upstream leaves the item out of its answer
+    count: 0,
+  });
+}
+
+/** Whether the marker of `cycleId` is applied. */
+const appliedIn = async (pool: Pool, cycleId: string) =>
+  (
+    await pool.query<{ applied: boolean }>(
+      'SELECT applied_at IS NOT NULL AS applied FROM poll_cycles WHERE cycle_id = $1',
+      [cycleId],
+    )
+  ).rows[0]?.applied;
+
 describe('derive path apart from ingest', () => {
   const stack = new TestStack();
   let sim: Sim;
@@ -50,13 +78,7 @@ describe('derive path apart from ingest', () => {
   }, 60_000);
   afterAll(() => stack.cleanup());
 
-  const applied = async (cycleId: string) =>
-    (
-      await pool.query<{ applied: boolean }>(
-        'SELECT applied_at IS NOT NULL AS applied FROM poll_cycles WHERE cycle_id = $1',
-        [cycleId],
-      )
-    ).rows[0]?.applied;
+  const applied = (cycleId: string) => appliedIn(pool, cycleId);
 
   it('prices commit while the derive path is held; the marker applies once it is released', async () => {
     const first = await poller.runOnce('LISTINGS');
@@ -71,18 +93,9 @@ describe('derive path apart from ingest', () => {
     expect(before).toBeGreaterThan(50);
 
     // One item vanishes upstream and one moves: the move is ingest's, the removal the marker's.
-    const { records } = (await sim.control('GET', '/_sim/truth?market=cn-b&kind=listings')) as {
-      records: { market_hash_name: string; phase: string; price: string | null }[];
-    };
-    const listed = records.filter((r) => r.price !== null);
+    const listed = await listedOnCnB(sim);
     const [gone, moved] = [listed[0]!, listed[1]!];
-    await sim.control('POST', '/_sim/override', {
-      market: 'cn-b',
-      market_hash_name: gone.market_hash_name,
-      phase: gone.phase,
-      price: null, // no listing: the upstream leaves the item out of its answer
-      count: 0,
-    });
+    await vanishOnCnB(sim, gone);
     await sim.control('POST', '/_sim/override', {
       market: 'cn-b',
       market_hash_name: moved.market_hash_name,
@@ -226,27 +239,10 @@ describe('the recomputation paced by its cost', () => {
 
     // An item vanishes upstream: the next cycle's marker nulls it (markers are not paced) and
     // queues a recomputation, which waits out the pause: its item keeps its liquidity row.
-    const { records } = (await sim.control('GET', '/_sim/truth?market=cn-b&kind=listings')) as {
-      records: { market_hash_name: string; phase: string; price: string | null }[];
-    };
-    const gone = records.filter((r) => r.price !== null)[0]!;
-    await sim.control('POST', '/_sim/override', {
-      market: 'cn-b',
-      market_hash_name: gone.market_hash_name,
-      phase: gone.phase,
-      price: null, // no listing: the upstream leaves the item out of its answer
-      count: 0,
-    });
+    await vanishOnCnB(sim, (await listedOnCnB(sim))[0]!);
     const second = await poller.runOnce('LISTINGS');
     await until('the second marker applied', async () =>
-      (
-        await pool.query<{ applied: boolean }>(
-          'SELECT applied_at IS NOT NULL AS applied FROM poll_cycles WHERE cycle_id = $1',
-          [second.marker.cycle_id],
-        )
-      ).rows[0]?.applied
-        ? true
-        : undefined,
+      (await appliedIn(pool, second.marker.cycle_id)) ? true : undefined,
     );
     // Twenty of the deriver's ticks later, still queued.
     await new Promise((r) => setTimeout(r, 2_000));

@@ -127,8 +127,8 @@ const COMMA = Buffer.from(',');
  * carried 11,000 rows on average, most of them unchanged, and every segment was recompressed.
  */
 const digest = (json: string): string => createHash('sha1').update(json).digest('base64url').slice(0, 12);
-let openPiece: Promise<Piece> | undefined;
 const fixedPiece = (text: string) => piece(Buffer.from(text), sha1(text));
+let openPiece: Promise<Piece> | undefined;
 let closePiece: Promise<Piece> | undefined;
 
 export class SegmentedList {
