@@ -18,6 +18,7 @@ import { readFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
+import { processExists } from './run-guard.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** Every service's entry. */
@@ -51,16 +52,6 @@ function sourceUrls(outDir: string): Plugin {
   };
 }
 
-/** Whether process `pid` exists (a signal 0 is refused with ESRCH only when it does not). */
-function exists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
-}
-
 /**
  * A new directory for one run's bundles, inside the checkout (`.local/build/<prefix><pid>-…`):
  * Node finds a bundle's dependencies in the node_modules of the directories above it, which a
@@ -73,7 +64,7 @@ export function buildDirectory(prefix: string): { dir: string; remove: () => voi
   mkdirSync(parent, { recursive: true });
   for (const name of readdirSync(parent)) {
     const pid = Number(/^[a-z-]+-(\d+)-/.exec(name)?.[1]);
-    if (pid > 0 && !exists(pid)) rmSync(join(parent, name), { recursive: true, force: true });
+    if (pid > 0 && !processExists(pid)) rmSync(join(parent, name), { recursive: true, force: true });
   }
   const dir = mkdtempSync(join(parent, `${prefix}${process.pid}-`));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };

@@ -37,14 +37,20 @@ export type IsRun = (pid: number) => boolean;
 /** The marker in a run's command line (`node --import tsx infra/local/run.ts`). */
 export const RUN_SCRIPT = 'infra/local/run.ts';
 
-/** Alive and still a `make run`: on Linux its /proc cmdline says so; elsewhere alive is enough. */
-export const isLiveRun: IsRun = (pid) => {
+/** Whether process `pid` exists: a signal 0 to it is refused with ESRCH only when it does not (EPERM: another user's). */
+export function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
+    return true;
   } catch (err) {
-    // EPERM: alive, but another user's; its command line still tells what it is.
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** Alive and still a `make run`: on Linux its /proc cmdline says so; elsewhere alive is enough. */
+export const isLiveRun: IsRun = (pid) => {
+  // Another user's process still tells what it is by its command line.
+  if (!processExists(pid)) return false;
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
       .split('\0')

@@ -199,7 +199,7 @@ export class Deriver {
     const client = await this.deps.pool.connect();
     try {
       await this.analyzeGrown(client);
-      const markers = await this.locked(client, wait, 'markers', async () => {
+      const { done: markers } = await this.locked(client, wait, 'markers', async () => {
         const touched = new Set<string>();
         const applied = await applyReadyMarkers(client, this.options.groupId, {
           outbox: this.options.outbox ?? true,
@@ -224,34 +224,30 @@ export class Deriver {
 
   /** Recomputes what the markers queued; the next run is due RECOMPUTE_COST_FACTOR times its time later. */
   private async recompute(client: PoolClient, wait: boolean): Promise<string[]> {
-    const t0 = performance.now();
-    const done = await this.locked(client, wait, 'recompute', async () => {
+    const { done, ms } = await this.locked(client, wait, 'recompute', async () => {
       const queued = await recomputeDerived(client);
       // `scores`: the lists read liquidity scores only after this (the API's LiquidityLag).
       if (queued) await notify(client, ['derived', 'scores']);
       return queued ? ['recompute'] : [];
     });
     if (done.length > 0) {
-      const took = performance.now() - t0;
-      const pause = Math.min(
-        took * (this.options.recomputeCostFactor ?? RECOMPUTE_COST_FACTOR),
-        MAX_RECOMPUTE_PAUSE_MS,
-      );
-      this.recomputeDueAt = t0 + took + pause;
+      const pause = Math.min(ms * (this.options.recomputeCostFactor ?? RECOMPUTE_COST_FACTOR), MAX_RECOMPUTE_PAUSE_MS);
+      this.recomputeDueAt = performance.now() + pause;
     }
     return done;
   }
 
   /**
    * `work` in a transaction holding the derive lock (try, or wait); reports what it returned to
-   * the listeners. Returns [] without running it when another deriver holds the lock.
+   * the listeners, and returns it with the transaction's milliseconds. Returns no work done without
+   * running it when another deriver holds the lock.
    */
   private async locked(
     client: PoolClient,
     wait: boolean,
     step: DeriveStep,
     work: () => Promise<string[]>,
-  ): Promise<string[]> {
+  ): Promise<{ done: string[]; ms: number }> {
     const t0 = performance.now();
     let done: string[];
     await client.query('BEGIN');
@@ -264,7 +260,7 @@ export class Deriver {
         const { rows } = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(${DERIVE_LOCK}) AS ok`);
         if (!rows[0]?.ok) {
           await client.query('ROLLBACK');
-          return [];
+          return { done: [], ms: performance.now() - t0 };
         }
       }
       done = await work();
@@ -273,11 +269,12 @@ export class Deriver {
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
+    const ms = performance.now() - t0;
     if (done.length > 0) {
-      const report: DeriveReport = { step, markers: step === 'markers' ? done : [], ms: performance.now() - t0 };
+      const report: DeriveReport = { step, markers: step === 'markers' ? done : [], ms };
       for (const l of this.listeners) l(report);
     }
-    return done;
+    return { done, ms };
   }
 
   /** Drops hourly partitions past the window, without ever waiting long for ingest's locks. */
