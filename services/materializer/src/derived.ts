@@ -104,23 +104,99 @@ export async function rollStatsForward(client: PoolClient, market: string, now: 
  * The shown score is kept apart (item_liquidity_score, migration 0013) and written only when it
  * changes: the inputs move with every marketplace's counts and books and with the clock, the
  * score far less often, and the lists read the score's row versions, not the inputs'.
+ *
+ * Only the items whose inputs may have moved since the last refresh are recomputed (migration
+ * 0015): see LIQUIDITY_DIRTY. The first refresh of a schema, or one whose last snapshot is too old
+ * for the age filter, recomputes every item. Returns which it did and how many items it read.
  */
-export async function refreshLiquidity(client: PoolClient, now: Date): Promise<void> {
+export async function refreshLiquidity(client: PoolClient, now: Date): Promise<LiquidityRefresh> {
+  const { rows: state } = await client.query<{ snapshot: string; clock: Date; age: number }>(
+    `SELECT snapshot::text AS snapshot, clock,
+            age((pg_snapshot_xmin(snapshot)::text::bigint & 4294967295)::text::xid) AS age
+     FROM liquidity_refresh`,
+  );
+  // Taken before the refresh reads anything: every statement after it sees at least what this
+  // snapshot sees, so what it does not see (written later, or by a transaction still running)
+  // is recomputed next time, possibly twice, never not at all.
+  const { rows: taken } = await client.query<{ snapshot: string }>(`SELECT pg_current_snapshot()::text AS snapshot`);
+  const last = state[0];
+  // Ages are 32-bit (age(xid)): past a quarter of the id space the pre-filter could wrap, and a
+  // clock that went back (it never does) would leave the windows' moves unaccounted.
+  const incremental =
+    last !== undefined && last.age >= 0 && last.age < 2 ** 30 && last.clock.getTime() <= now.getTime();
+  const res = incremental
+    ? await client.query<{ items: number }>(liquiditySql('dirty'), [now, last.snapshot, last.age, last.clock])
+    : await client.query<{ items: number }>(liquiditySql('all'), [now]);
   await client.query(
-    `WITH l AS (
+    `INSERT INTO liquidity_refresh (id, snapshot, clock) VALUES (true, $1::pg_snapshot, $2)
+     ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, clock = excluded.clock`,
+    [(taken[0] as { snapshot: string }).snapshot, now],
+  );
+  return { scope: incremental ? 'dirty' : 'all', items: res.rows[0]?.items ?? 0 };
+}
+
+/** What one liquidity refresh did: every item, or the ones whose inputs moved; items computed. */
+export interface LiquidityRefresh {
+  scope: 'all' | 'dirty';
+  items: number;
+}
+
+/** A row written by a transaction the last refresh's snapshot ($2, its xmin's age $3) did not see. */
+const UNSEEN = `age(xmin) <= $3 AND NOT coalesce(pg_visible_in_snapshot(xid8_of(xmin), $2::pg_snapshot), true)`;
+
+/**
+ * The items whose liquidity may differ from the last refresh's ($1 now, $4 the last refresh's
+ * clock): a listing row, a buy order or a sale in the window written since (rows of these tables
+ * are updated, never deleted: a vanished listing is nulled, markers.ts), and sales whose place in
+ * the 7- and 30-day windows moved with the clock. Nothing else is an input, so every other item
+ * would compute the values it has: the incremental refresh writes exactly the rows a full one
+ * would (the integration test compares the two). Each part is index- or age-filtered: a seq scan
+ * of listings_current checking ages is ~1/20 of aggregating it whole.
+ */
+const LIQUIDITY_DIRTY = `
+  SELECT market_hash_name, phase FROM listings_current WHERE ${UNSEEN}
+  UNION
+  SELECT market_hash_name, phase FROM buyorders_current WHERE ${UNSEEN}
+  UNION
+  SELECT market_hash_name, phase FROM sales
+  WHERE sold_at > $1::timestamptz - interval '30 days' AND sold_at <= $1 AND ${UNSEEN}
+  UNION
+  SELECT market_hash_name, phase FROM sales
+  WHERE (sold_at > $4::timestamptz AND sold_at <= $1)
+     OR (sold_at > $4::timestamptz - interval '7 days' AND sold_at <= $1::timestamptz - interval '7 days')
+     OR (sold_at > $4::timestamptz - interval '30 days' AND sold_at <= $1::timestamptz - interval '30 days')`;
+
+/**
+ * The liquidity refresh over every item (`all`) or over the items LIQUIDITY_DIRTY names (`dirty`);
+ * one text, so the two cannot drift apart. Returns one row: the number of items computed.
+ */
+function liquiditySql(scope: 'all' | 'dirty'): string {
+  const dirty = scope === 'dirty';
+  /** Restricts a relation's rows to the dirty items (its alias `r`). */
+  const only = dirty ? 'JOIN t USING (market_hash_name, phase)' : '';
+  /** Which items' rows may be deleted: the dirty ones no longer listed, or any no longer listed. */
+  const gone = (table: string) =>
+    dirty
+      ? `DELETE FROM ${table} i USING t
+         WHERE i.market_hash_name = t.market_hash_name AND i.phase = t.phase
+           AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.market_hash_name = i.market_hash_name AND f.phase = i.phase)`
+      : `DELETE FROM ${table} i
+         WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.market_hash_name = i.market_hash_name AND f.phase = i.phase)`;
+  return `WITH ${dirty ? `t AS (${LIQUIDITY_DIRTY}),` : ''}
+     l AS (
        SELECT market_hash_name, phase,
               sum(count) FILTER (WHERE price IS NOT NULL)::int AS n,
               min(price) FILTER (WHERE currency = 'CNY') AS ask
-       FROM listings_current GROUP BY 1, 2
+       FROM listings_current ${only} GROUP BY 1, 2
      ),
      s AS (
        SELECT market_hash_name, phase, count(*) FILTER (WHERE sold_at > $1::timestamptz - interval '7 days')::int AS s7
-       FROM sales WHERE sold_at > $1::timestamptz - interval '30 days' AND sold_at <= $1
+       FROM sales ${only} WHERE sold_at > $1::timestamptz - interval '30 days' AND sold_at <= $1
        GROUP BY 1, 2
      ),
      b AS (
        SELECT market_hash_name, phase, max(price) AS bid
-       FROM buyorders_current WHERE currency = 'CNY' AND tier = '' GROUP BY 1, 2
+       FROM buyorders_current ${only} WHERE currency = 'CNY' AND tier = '' GROUP BY 1, 2
      ),
      -- (least() skips NULLs, so the spread must be NULL explicitly without a bid or an ask)
      parts AS (
@@ -139,14 +215,8 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<v
        FROM parts
      ),
      -- Disjoint from the upserts' rows (those are in fresh), so one statement may do all four.
-     gone AS (
-       DELETE FROM item_liquidity i
-       WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.market_hash_name = i.market_hash_name AND f.phase = i.phase)
-     ),
-     gone_score AS (
-       DELETE FROM item_liquidity_score i
-       WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.market_hash_name = i.market_hash_name AND f.phase = i.phase)
-     ),
+     gone AS (${gone('item_liquidity')}),
+     gone_score AS (${gone('item_liquidity_score')}),
      -- Unchanged rows are left out before the upsert: ON CONFLICT DO UPDATE ... WHERE false still
      -- locks (writes) every row it matches, 35k a run.
      scored AS (
@@ -156,19 +226,20 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<v
        WHERE o.market_hash_name IS NULL OR o.score IS DISTINCT FROM f.score
        ON CONFLICT (market_hash_name, phase) DO UPDATE SET score = excluded.score, as_of = excluded.as_of
        WHERE i.score IS DISTINCT FROM excluded.score
+     ),
+     merged AS (
+       INSERT INTO item_liquidity AS i (market_hash_name, phase, listings, sales_7d, best_bid, lowest_ask, score, as_of)
+       SELECT f.market_hash_name, f.phase, f.n, f.s7, f.bid, f.ask, f.score, $1 FROM fresh f
+       LEFT JOIN item_liquidity o USING (market_hash_name, phase)
+       WHERE o.market_hash_name IS NULL
+          OR (o.listings, o.sales_7d, o.best_bid, o.lowest_ask, o.score) IS DISTINCT FROM (f.n, f.s7, f.bid, f.ask, f.score)
+       ON CONFLICT (market_hash_name, phase) DO UPDATE SET
+         listings = excluded.listings, sales_7d = excluded.sales_7d, best_bid = excluded.best_bid,
+         lowest_ask = excluded.lowest_ask, score = excluded.score, as_of = excluded.as_of
+       WHERE (i.listings, i.sales_7d, i.best_bid, i.lowest_ask, i.score)
+             IS DISTINCT FROM (excluded.listings, excluded.sales_7d, excluded.best_bid, excluded.lowest_ask, excluded.score)
      )
-     INSERT INTO item_liquidity AS i (market_hash_name, phase, listings, sales_7d, best_bid, lowest_ask, score, as_of)
-     SELECT f.market_hash_name, f.phase, f.n, f.s7, f.bid, f.ask, f.score, $1 FROM fresh f
-     LEFT JOIN item_liquidity o USING (market_hash_name, phase)
-     WHERE o.market_hash_name IS NULL
-        OR (o.listings, o.sales_7d, o.best_bid, o.lowest_ask, o.score) IS DISTINCT FROM (f.n, f.s7, f.bid, f.ask, f.score)
-     ON CONFLICT (market_hash_name, phase) DO UPDATE SET
-       listings = excluded.listings, sales_7d = excluded.sales_7d, best_bid = excluded.best_bid,
-       lowest_ask = excluded.lowest_ask, score = excluded.score, as_of = excluded.as_of
-     WHERE (i.listings, i.sales_7d, i.best_bid, i.lowest_ask, i.score)
-           IS DISTINCT FROM (excluded.listings, excluded.sales_7d, excluded.best_bid, excluded.lowest_ask, excluded.score)`,
-    [now],
-  );
+     SELECT count(*)::int AS items FROM l`;
 }
 
 /** The marketplace the market-cap index is computed over (the descriptor's), and its cleaning bounds. */

@@ -41,7 +41,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Pool, PoolClient } from '@skinprices/store';
-import { dropOldHourPartitions } from './derived.js';
+import { dropOldHourPartitions, type LiquidityRefresh } from './derived.js';
 import { applyReadyMarkers, recomputeDerived } from './markers.js';
 
 export type DeriverState = 'idle' | 'deriving' | 'stopping' | 'stopped';
@@ -58,7 +58,8 @@ export interface DeriverOptions {
   intervalMs?: number;
   /**
    * After a recomputation that took T, the next starts no sooner than this many times T later
-   * (RECOMPUTE_COST_FACTOR): it reads the whole catalogue (liquidity) whatever a marker touched.
+   * (RECOMPUTE_COST_FACTOR): a cold start's, a FULL cycle's or a day's roll-over reads most of
+   * the catalogue (liquidity recomputes the items whose inputs moved, derived.ts).
    * @default 2
    */
   recomputeCostFactor?: number;
@@ -88,6 +89,8 @@ export interface DeriveReport {
   markers: string[];
   /** Wall time of the transaction, in ms. */
   ms: number;
+  /** What the liquidity refresh did (step `recompute`, once the read model has a clock). */
+  liquidity?: LiquidityRefresh;
 }
 
 /** Tells the API's listeners what a derive transaction changed, when (and only if) it commits. */
@@ -210,7 +213,7 @@ export class Deriver {
         // flags and the clock (every list, slowly moving), and the tags of the lists whose rows
         // the markers removed (price changes, like ingest's).
         if (applied.length > 0) await notify(client, ['derived', ...touched]);
-        return applied;
+        return { done: applied };
       });
       // Its own transaction, after the markers' has released its row locks (migration 0014);
       // paced unless settling (the 1 s timer pokes again, and finds it due).
@@ -228,7 +231,7 @@ export class Deriver {
       const queued = await recomputeDerived(client);
       // `scores`: the lists read liquidity scores only after this (the API's LiquidityLag).
       if (queued) await notify(client, ['derived', 'scores']);
-      return queued ? ['recompute'] : [];
+      return { done: queued ? ['recompute'] : [], liquidity: queued?.liquidity };
     });
     if (done.length > 0) {
       const pause = Math.min(ms * (this.options.recomputeCostFactor ?? RECOMPUTE_COST_FACTOR), MAX_RECOMPUTE_PAUSE_MS);
@@ -246,10 +249,11 @@ export class Deriver {
     client: PoolClient,
     wait: boolean,
     step: DeriveStep,
-    work: () => Promise<string[]>,
+    work: () => Promise<{ done: string[]; liquidity?: LiquidityRefresh | undefined }>,
   ): Promise<{ done: string[]; ms: number }> {
     const t0 = performance.now();
     let done: string[];
+    let liquidity: LiquidityRefresh | undefined;
     await client.query('BEGIN');
     try {
       // Markers sort and aggregate whole marketplaces (the catalogue's rows per item, liquidity):
@@ -263,7 +267,7 @@ export class Deriver {
           return { done: [], ms: performance.now() - t0 };
         }
       }
-      done = await work();
+      ({ done, liquidity } = await work());
       await client.query('COMMIT');
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -271,7 +275,12 @@ export class Deriver {
     }
     const ms = performance.now() - t0;
     if (done.length > 0) {
-      const report: DeriveReport = { step, markers: step === 'markers' ? done : [], ms };
+      const report: DeriveReport = {
+        step,
+        markers: step === 'markers' ? done : [],
+        ms,
+        ...(liquidity ? { liquidity } : {}),
+      };
       for (const l of this.listeners) l(report);
     }
     return { done, ms };

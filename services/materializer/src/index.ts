@@ -23,5 +23,6 @@ export {
   type StoredOffset,
 } from './offsets.js';
 export { completeRemoves, vouchedOutcome, type MarkerClaims } from './markers.js';
+export { refreshLiquidity, type LiquidityRefresh } from './derived.js';
 export { schemaLockSql } from './lock.js';
 export { hourPartitionName } from './partitions.js';

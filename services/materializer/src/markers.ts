@@ -32,7 +32,13 @@ import {
 import type { PollCycleEvent } from '@skinprices/events';
 import type { Logger } from '@skinprices/runtime';
 import type { PoolClient } from '@skinprices/store';
-import { advanceClock, refreshLiquidity, refreshMarketCap, rollStatsForward } from './derived.js';
+import {
+  advanceClock,
+  refreshLiquidity,
+  refreshMarketCap,
+  rollStatsForward,
+  type LiquidityRefresh,
+} from './derived.js';
 import { ensureHourPartitions } from './partitions.js';
 
 /**
@@ -373,16 +379,16 @@ async function queueDerived(client: PoolClient, applied: readonly PollCycleRow[]
  * transaction that writes no table ingest writes. Deterministic for replays: the clock only moves
  * forward (to the latest finished_at), and every data record is followed by its cycle's marker,
  * so the last recomputation of a replay and of the live run both see all data at the same clock.
- * Returns whether anything was queued.
+ * Returns undefined when nothing was queued, else what the liquidity refresh did (if the clock is set).
  */
-export async function recomputeDerived(client: PoolClient): Promise<boolean> {
+export async function recomputeDerived(client: PoolClient): Promise<{ liquidity?: LiquidityRefresh } | undefined> {
   const { rows } = await client.query<{ id: string; cap_from: Date | null; cap_to: Date | null }>(
     'SELECT id, cap_from, cap_to FROM derive_pending ORDER BY id',
   );
-  if (rows.length === 0) return false;
+  if (rows.length === 0) return undefined;
   const clock = await client.query<{ now: Date }>('SELECT now FROM read_model_clock');
   const now = clock.rows[0]?.now;
-  if (now) await refreshLiquidity(client, now);
+  const liquidity = now ? await refreshLiquidity(client, now) : undefined;
   // The hours of every queued cycle, each computed once (marketplaces finishing together cover the
   // same hours), in runs of consecutive hours.
   const spans = rows.flatMap((r) =>
@@ -394,7 +400,7 @@ export async function recomputeDerived(client: PoolClient): Promise<boolean> {
   await client.query('DELETE FROM derive_pending WHERE id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
   // Retention (dropping old hourly partitions) runs after this commits, in a transaction of its
   // own (deriver.ts): its exclusive lock on listing_hourly must not wait behind this one.
-  return true;
+  return liquidity ? { liquidity } : {};
 }
 
 const HOUR_MS = 3_600_000;

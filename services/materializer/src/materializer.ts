@@ -232,6 +232,7 @@ export class Materializer {
     deriver.onDerive((r) => {
       metrics?.deriveSeconds.observe({ step: r.step }, r.ms / 1000);
       metrics?.markers.inc(r.markers.length);
+      if (r.liquidity) metrics?.liquidityItems.inc({ scope: r.liquidity.scope }, r.liquidity.items);
       for (const l of this.deriveListeners) l(r);
     });
     this.deriver = deriver;

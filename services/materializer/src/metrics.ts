@@ -48,6 +48,12 @@ export class MaterializerMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
+  readonly liquidityItems = new Counter({
+    name: 'materializer_liquidity_items_total',
+    help: 'Items whose liquidity a refresh computed, by scope: all (a first refresh) or dirty (the items whose inputs moved since the last)',
+    labelNames: ['scope'],
+    registers: [this.registry],
+  });
   readonly markers = new Counter({
     name: 'materializer_markers_applied_total',
     help: 'Poll-cycle markers applied',
