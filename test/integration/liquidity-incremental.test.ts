@@ -167,9 +167,16 @@ describe('liquidity refreshed incrementally', () => {
     await refresh(now);
     const slow = await pool.connect();
     try {
-      // Written before the next refresh's snapshot is taken, committed after that refresh.
+      // Written before the next refresh's snapshot is taken, committed after that refresh; in a
+      // subtransaction, as the ingest path writes (poison.ts's savepoint): a subtransaction's id
+      // is not among a snapshot's running ids, so pg_visible_in_snapshot called it visible.
       await slow.query('BEGIN');
+      await slow.query(`SELECT pg_current_xact_id()`);
+      await slow.query('SAVEPOINT ingest');
       await setListing(slow, 'cn-a', i, '10.00', 25);
+      await slow.query('RELEASE SAVEPOINT ingest');
+      // A later transaction completes before the snapshot: its xmax passes the subtransaction's id.
+      await setListing(pool, 'cn-b', i, '11.00', 3);
       const during = await refresh(now);
       expect(during.scope).toBe('dirty');
       await slow.query('COMMIT');

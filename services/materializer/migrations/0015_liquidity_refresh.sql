@@ -6,10 +6,11 @@
 -- the two cores ingest and the API's list patches share.
 --
 -- The refresh keeps the snapshot it was taken under and its clock. The next one reads the rows
--- written by transactions that snapshot did not see (pg_visible_in_snapshot over xmin, the test
--- the API's list patches use, migrations 0011-0012) and the sales the clock moved across the
--- 7- and 30-day windows, and recomputes those items only (derived.ts LIQUIDITY_DIRTY). Not a
--- function of the topics (a snapshot and the moments refreshes ran): left out of the checksums.
+-- written by transactions not older than that snapshot's xmin (age(xmin), as the API's list
+-- patches read, migration 0012; a superset of what the snapshot did not see, which stays right
+-- for the ingest path's subtransactions) and the sales the clock moved across the 7- and 30-day
+-- windows, and recomputes those items only (derived.ts LIQUIDITY_DIRTY). Not a function of the
+-- topics (a snapshot and the moments refreshes ran): left out of the checksums.
 CREATE TABLE liquidity_refresh (
   id       boolean PRIMARY KEY DEFAULT true CHECK (id),
   snapshot pg_snapshot NOT NULL,
