@@ -188,15 +188,32 @@ describe('liquidity refreshed incrementally', () => {
     await expectFullWritesNothing(now);
   });
 
+  /**
+   * Whether the bound the next refresh uses is exact: no transaction was running as the stored
+   * snapshot was taken (xmin = xmax). Else a transaction running anywhere in the cluster then (the
+   * schema registry shares it) makes the bound older and the dirty set a superset.
+   */
+  const exactBound = async () =>
+    (
+      await pool.query<{ exact: boolean }>(
+        'SELECT pg_snapshot_xmin(snapshot) = pg_snapshot_xmax(snapshot) AS exact FROM liquidity_refresh',
+      )
+    ).rows[0]?.exact === true;
+
   it('recomputes only the items whose inputs moved', async () => {
     await refresh(now);
-    expect((await refresh(now)).items).toBe(0);
+    const idle = await exactBound();
+    const none = await refresh(now);
+    if (idle) expect(none.items).toBe(0);
     const [a, b] = [await listed(ITEMS + 2), await listed(ITEMS + 3)];
     await refresh(now);
     await setListing(pool, 'cn-b', a, '33.00', 4);
     await setListing(pool, 'cn-b', b, null, 0);
+    const exact = await exactBound();
     const r = await refresh(now);
-    expect(r).toEqual({ scope: 'dirty', items: 2 });
+    expect(r.scope).toBe('dirty');
+    if (exact) expect(r.items).toBe(2);
+    else expect(r.items).toBeGreaterThanOrEqual(2);
     await expectFullWritesNothing(now);
   });
 });

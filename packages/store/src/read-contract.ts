@@ -46,7 +46,10 @@ export const READ_CONTRACT_V1 = {
     /** The transaction that wrote the listing row, and the liquidity row (0011): what changed since a snapshot. */
     row_xid: 'xid8',
     liquidity_xid: 'xid8?',
-    /** age() of those transactions (0012): a cheap first cut before the exact test on row_xid. */
+    /**
+     * age() of those transactions (0012): a row is changed since a snapshot when its age is not
+     * above the age of the snapshot's xmin (services/api/src/readmodel.ts changedSince).
+     */
     row_age: 'integer',
     liquidity_age: 'integer?',
   },

@@ -110,10 +110,8 @@ export async function rollStatsForward(client: PoolClient, market: string, now: 
  * for the age filter, recomputes every item. Returns which it did and how many items it read.
  */
 export async function refreshLiquidity(client: PoolClient, now: Date): Promise<LiquidityRefresh> {
-  const { rows: state } = await client.query<{ snapshot: string; clock: Date; age: number }>(
-    `SELECT snapshot::text AS snapshot, clock,
-            age((pg_snapshot_xmin(snapshot)::text::bigint & 4294967295)::text::xid) AS age
-     FROM liquidity_refresh`,
+  const { rows: state } = await client.query<{ clock: Date; age: number }>(
+    `SELECT clock, ${SNAPSHOT_XMIN_AGE} AS age FROM liquidity_refresh`,
   );
   // Taken before the refresh reads anything: every statement after it sees at least what this
   // snapshot sees, so what it does not see (written later, or by a transaction still running)
@@ -125,7 +123,7 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<L
   const incremental =
     last !== undefined && last.age >= 0 && last.age < 2 ** 30 && last.clock.getTime() <= now.getTime();
   const res = incremental
-    ? await client.query<{ items: number }>(liquiditySql('dirty'), [now, last.age, last.clock])
+    ? await client.query<{ items: number }>(liquiditySql('dirty'), [now, last.clock])
     : await client.query<{ items: number }>(liquiditySql('all'), [now]);
   await client.query(
     `INSERT INTO liquidity_refresh (id, snapshot, clock) VALUES (true, $1::pg_snapshot, $2)
@@ -135,6 +133,9 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<L
   return { scope: incremental ? 'dirty' : 'all', items: res.rows[0]?.items ?? 0 };
 }
 
+/** The age (transactions since) of the stored snapshot's xmin, a 32-bit xid as age() takes it. */
+const SNAPSHOT_XMIN_AGE = `age((pg_snapshot_xmin(snapshot)::text::bigint & 4294967295)::text::xid)`;
+
 /** What one liquidity refresh did: every item, or the ones whose inputs moved; items computed. */
 export interface LiquidityRefresh {
   scope: 'all' | 'dirty';
@@ -142,18 +143,28 @@ export interface LiquidityRefresh {
 }
 
 /**
+ * The sales windows, in hours: `timestamptz - interval '7 days'` is calendar days in the session's
+ * time zone, which across a daylight-saving change moves a window's start back while the clock
+ * moves forward, and sales would re-enter the window unmarked (the dirty set below assumes the
+ * windows only move forward with the clock).
+ */
+const WEEK = `interval '168 hours'`;
+const MONTH = `interval '720 hours'`;
+
+/**
  * A row the last refresh may not have seen: written by a transaction not older than its snapshot's
- * xmin ($2: that xmin's age), the oldest transaction running when it was taken. A superset of the
+ * xmin (`bound`: that xmin's age, read in the same statement, so the two ages share their
+ * reference even outside a transaction), the oldest transaction running when it was taken. A superset of the
  * rows the snapshot did not see (rows of transactions that committed just before it are computed
  * again), because the exact test, pg_visible_in_snapshot, is wrong for subtransactions: the ingest
  * path writes under a savepoint (poison.ts), a subtransaction's id is not among a snapshot's
  * running ones, and behind a transaction with a higher id that had committed, a batch still
  * running was judged seen and its items never recomputed (liquidity-incremental.test.ts).
  */
-const UNSEEN = `age(xmin) <= $2`;
+const UNSEEN = `age(xmin) <= (SELECT a FROM bound)`;
 
 /**
- * The items whose liquidity may differ from the last refresh's ($1 now, $3 the last refresh's
+ * The items whose liquidity may differ from the last refresh's ($1 now, $2 the last refresh's
  * clock): a listing row, a buy order or a sale in the window written since (rows of these tables
  * are updated, never deleted: a vanished listing is nulled, markers.ts), and sales whose place in
  * the 7- and 30-day windows moved with the clock. Nothing else is an input, so every other item
@@ -167,12 +178,12 @@ const LIQUIDITY_DIRTY = `
   SELECT market_hash_name, phase FROM buyorders_current WHERE ${UNSEEN}
   UNION
   SELECT market_hash_name, phase FROM sales
-  WHERE sold_at > $1::timestamptz - interval '30 days' AND sold_at <= $1 AND ${UNSEEN}
+  WHERE sold_at > $1::timestamptz - ${MONTH} AND sold_at <= $1 AND ${UNSEEN}
   UNION
   SELECT market_hash_name, phase FROM sales
-  WHERE (sold_at > $3::timestamptz AND sold_at <= $1)
-     OR (sold_at > $3::timestamptz - interval '7 days' AND sold_at <= $1::timestamptz - interval '7 days')
-     OR (sold_at > $3::timestamptz - interval '30 days' AND sold_at <= $1::timestamptz - interval '30 days')`;
+  WHERE (sold_at > $2::timestamptz AND sold_at <= $1)
+     OR (sold_at > $2::timestamptz - ${WEEK} AND sold_at <= $1::timestamptz - ${WEEK})
+     OR (sold_at > $2::timestamptz - ${MONTH} AND sold_at <= $1::timestamptz - ${MONTH})`;
 
 /**
  * The liquidity refresh over every item (`all`) or over the items LIQUIDITY_DIRTY names (`dirty`);
@@ -190,7 +201,7 @@ function liquiditySql(scope: 'all' | 'dirty'): string {
            AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.market_hash_name = i.market_hash_name AND f.phase = i.phase)`
       : `DELETE FROM ${table} i
          WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.market_hash_name = i.market_hash_name AND f.phase = i.phase)`;
-  return `WITH ${dirty ? `t AS (${LIQUIDITY_DIRTY}),` : ''}
+  return `WITH ${dirty ? `bound AS (SELECT ${SNAPSHOT_XMIN_AGE} AS a FROM liquidity_refresh), t AS (${LIQUIDITY_DIRTY}),` : ''}
      l AS (
        SELECT market_hash_name, phase,
               sum(count) FILTER (WHERE price IS NOT NULL)::int AS n,
@@ -198,8 +209,8 @@ function liquiditySql(scope: 'all' | 'dirty'): string {
        FROM listings_current ${only} GROUP BY 1, 2
      ),
      s AS (
-       SELECT market_hash_name, phase, count(*) FILTER (WHERE sold_at > $1::timestamptz - interval '7 days')::int AS s7
-       FROM sales ${only} WHERE sold_at > $1::timestamptz - interval '30 days' AND sold_at <= $1
+       SELECT market_hash_name, phase, count(*) FILTER (WHERE sold_at > $1::timestamptz - ${WEEK})::int AS s7
+       FROM sales ${only} WHERE sold_at > $1::timestamptz - ${MONTH} AND sold_at <= $1
        GROUP BY 1, 2
      ),
      b AS (

@@ -50,7 +50,7 @@ export class MaterializerMetrics {
   });
   readonly liquidityItems = new Counter({
     name: 'materializer_liquidity_items_total',
-    help: 'Items whose liquidity a refresh computed, by scope: all (a first refresh) or dirty (the items whose inputs moved since the last)',
+    help: 'Items whose liquidity a refresh computed, by scope: all (the first refresh of a schema, or after a snapshot too old to compare ages with) or dirty (the items whose inputs moved since the last)',
     labelNames: ['scope'],
     registers: [this.registry],
   });
