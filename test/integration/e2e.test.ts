@@ -17,19 +17,35 @@ import { browserFetchJson, curlGet } from '../support/clients.js';
 import { itemPageUrlProblems, typeIdProblems } from '../support/contract.js';
 import { checkContract } from '../support/openapi-contract.js';
 import { TestStack, uniqueName } from '../support/stack.js';
+import { portFree } from '../../infra/local/run-guard.js';
 
 const POLL_MS = 3_000;
+
+/**
+ * A base port below Linux's ephemeral range (32768+: a port there can be held by any outgoing
+ * connection; CI once found poller-hist-a's taken) whose block is free: the API, the simulator's
+ * control port and one per marketplace above it, and the metrics ports 2000 higher (API_PORT +
+ * 2000 + n). A random base alone collided with RabbitMQ's distribution port 25672, which these
+ * machines run (poller-cn-d's metrics port; `make run` refused to start, as it should).
+ */
+async function freeBlock(): Promise<number> {
+  for (let tries = 0; tries < 50; tries++) {
+    const base = 20_000 + Math.floor(Math.random() * 10_000);
+    const block = Array.from({ length: 20 }, (_, i) => [base + i, base + 2_000 + i]).flat();
+    const probes = await Promise.all(block.map((p) => portFree('127.0.0.1', p)));
+    if (probes.every((r) => r.free)) return base;
+  }
+  throw new Error('no free block of ports for the platform between 20000 and 32000');
+}
 
 describe('end to end: make run', () => {
   const stack = new TestStack();
   const suffix = `.${uniqueName('e2e')}`;
   const schema = uniqueName('e2e');
   const keysSchema = `${schema}_keys`;
-  // Below Linux's ephemeral range (32768+) with room for the metrics ports (API_PORT + 2000 + n):
-  // a port there can be held by any outgoing connection (CI once found poller-hist-a's taken).
-  const port = 20_000 + Math.floor(Math.random() * 10_000);
-  const api = `http://127.0.0.1:${port}`;
-  const control = `http://127.0.0.1:${port + 1}`;
+  let port: number;
+  let api: string;
+  let control: string;
   const keysFile = join(mkdtempSync(join(tmpdir(), 'e2e-')), 'demo-keys.json');
   let run: ChildProcess;
   let keys: Record<'basic' | 'pro' | 'enterprise' | 'acl' | 'disabled' | 'expired', string>;
@@ -37,6 +53,9 @@ describe('end to end: make run', () => {
   let output = '';
 
   beforeAll(async () => {
+    port = await freeBlock();
+    api = `http://127.0.0.1:${port}`;
+    control = `http://127.0.0.1:${port + 1}`;
     stack.defer(async () => {
       await deleteTopics(
         stack.kafka,
