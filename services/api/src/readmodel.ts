@@ -218,8 +218,8 @@ export class ReadModel {
    * One marketplace's price list for a patched body (list-body.ts): every priced row in list
    * order, or, `since` a snapshot of an earlier read, the rows whose listing row may have been
    * written since (changedSince: at least those that snapshot did not see; JSON null: no longer
-   * priced), and, `liquiditySince` another, those whose liquidity score may have been. One repeatable-read transaction: the snapshot returned is the one
-   * the rows were read in.
+   * priced), and, `liquiditySince` another, those whose liquidity score may have been. One
+   * repeatable-read transaction: the snapshot returned is the one the rows were read in.
    */
   async listingRows(
     market: MarketSlug,

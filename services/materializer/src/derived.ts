@@ -153,13 +153,13 @@ const MONTH = `interval '720 hours'`;
 
 /**
  * A row the last refresh may not have seen: written by a transaction not older than its snapshot's
- * xmin (`bound`: that xmin's age, read in the same statement, so the two ages share their
- * reference even outside a transaction), the oldest transaction running when it was taken. A superset of the
- * rows the snapshot did not see (rows of transactions that committed just before it are computed
- * again), because the exact test, pg_visible_in_snapshot, is wrong for subtransactions: the ingest
- * path writes under a savepoint (poison.ts), a subtransaction's id is not among a snapshot's
- * running ones, and behind a transaction with a higher id that had committed, a batch still
- * running was judged seen and its items never recomputed (liquidity-incremental.test.ts).
+ * xmin, the oldest transaction running when it was taken (`bound`: that xmin's age, read in the
+ * same statement, so the two ages share their reference even outside a transaction). A superset
+ * of the rows the snapshot did not see (rows of transactions that committed just before it are
+ * computed again), because the exact test, pg_visible_in_snapshot, is wrong for subtransactions:
+ * the ingest path writes under a savepoint (poison.ts), a subtransaction's id is not among a
+ * snapshot's running ones, and behind a transaction with a higher id that had committed, a batch
+ * still running was judged seen and its items never recomputed (liquidity-incremental.test.ts).
  */
 const UNSEEN = `age(xmin) <= (SELECT a FROM bound)`;
 
@@ -191,7 +191,7 @@ const LIQUIDITY_DIRTY = `
  */
 function liquiditySql(scope: 'all' | 'dirty'): string {
   const dirty = scope === 'dirty';
-  /** Restricts a relation's rows to the dirty items (its alias `r`). */
+  /** Restricts a relation's rows to the dirty items. */
   const only = dirty ? 'JOIN t USING (market_hash_name, phase)' : '';
   /** Which items' rows may be deleted: the dirty ones no longer listed, or any no longer listed. */
   const gone = (table: string) =>

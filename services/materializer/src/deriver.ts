@@ -71,8 +71,8 @@ export interface DeriverOptions {
  * 189 s of a 4.5-minute phase (23 runs of ~8 s, one PostgreSQL backend each), beside ingest on the
  * same two cores, and a price waited up to 18.8 s from produced to committed. Liquidity now takes
  * only the items whose inputs moved (derived.ts), but a cold start, a FULL cycle or a day's
- * roll-over still moves most of them, and an hour of market cap reads every CN-A item. Paced, the queued
- * work (derive_pending) is coalesced into the next run: liquidity scores move every ~3T instead
+ * roll-over still moves most of them, and an hour of market cap reads every CN-A item. Paced,
+ * the queued work (derive_pending) is coalesced into the next run: liquidity scores move every ~3T instead
  * of every T (the API shows them with a lag of its own, DERIVED_MAX_LAG_MS), and the last run
  * still sees all data at the final clock (replay determinism, recomputeDerived). settle() is not
  * paced: a replay's or a test's end recomputes at once.
