@@ -6,7 +6,7 @@ import { DATA_KIND_NAMES, getMarket, type MarketSlug, type UpstreamFormat } from
 import { EventConsumer, EventProducer, topicDefinitions, type EventKind, type EventMap } from '@skinprices/events';
 import { adapterFor, UpstreamClient, type Adapter, type Kind } from '@skinprices/marketplaces';
 import { Materializer, MIGRATIONS_DIR, OutboxPublisher, type MaterializerOptions } from '@skinprices/materializer';
-import { PollerMetrics, Poller, type PollerOptions } from '@skinprices/poller';
+import { PollerMetrics, Poller, type PollerDeps, type PollerOptions } from '@skinprices/poller';
 import { createLogger } from '@skinprices/runtime';
 import {
   Extras,
@@ -92,9 +92,11 @@ export async function startPoller(
     apiKey?: string;
     /** Wraps the format's adapter (tests that watch or bend it). */
     wrapAdapter?: (adapter: Adapter) => Adapter;
+    /** What a marketplace without listings waits for before its kinds start (PollerDeps.catalogue). */
+    catalogue?: PollerDeps['catalogue'];
   } = {},
 ): Promise<{ poller: Poller; client: UpstreamClient }> {
-  const { format, apiKey, deadlineMs, timeoutMs, wrapAdapter, ...options } = extra;
+  const { format, apiKey, deadlineMs, timeoutMs, wrapAdapter, catalogue, ...options } = extra;
   const registered = getMarket(market);
   const m = format ? { ...registered, upstreamFormat: format } : registered;
   const formatAdapter = adapterFor(m.upstreamFormat);
@@ -123,6 +125,7 @@ export async function startPoller(
       logger: createLogger(`poller-${market}`, 'silent'),
       metrics: new PollerMetrics(),
       adapter,
+      ...(catalogue ? { catalogue } : {}),
     },
   );
   stack.defer(async () => {

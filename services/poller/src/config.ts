@@ -67,6 +67,14 @@ export const pollerConfigSchema = z.object({
     .describe(
       "import this marketplace's daily closes from its upstream's history endpoint in this format (the simulator serves one for every marketplace with SIM_DAILY_HISTORY=true: make run's warm demo)",
     ),
+  CATALOGUE_GATE_MS: ms(300_000).describe(
+    "a marketplace without listings (the history-only one): the longest its backfill waits for every listing marketplace's first LISTINGS cycle on poll-cycles.v1, so a cold start's catalogue comes first (0: it does not wait)",
+  ),
+  MATERIALIZER_GROUP: z
+    .string()
+    .min(1)
+    .default('materializer')
+    .describe("the materializer's consumer group (its GROUP_ID): the catalogue gate reads its committed offsets"),
   METRICS_HOST: z.string().default('127.0.0.1').describe('where /metrics listens'),
   METRICS_PORT: intFromEnv(0, 65535).optional().describe('Prometheus /metrics port; unset: no endpoint'),
 });

@@ -4,3 +4,11 @@ export { PollerMetrics } from './metrics.js';
 export { intervalsFor, pollerConfigSchema, type PollerConfig } from './config.js';
 export { CircuitBreaker, TokenBucket, withRetry } from './resilience.js';
 export { eventOf } from './events.js';
+export {
+  CatalogueGate,
+  initialGate,
+  nextGate,
+  type GateEvent,
+  type GateReason,
+  type GateState,
+} from './catalogue-gate.js';

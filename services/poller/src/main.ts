@@ -1,9 +1,10 @@
 /** Wires one marketplace's poller: config → clients → Poller; named shutdown handlers. */
 import { createKafka, EventProducer, EventSerde } from '@skinprices/events';
-import { AppError } from '@skinprices/domain';
+import { AppError, MARKETS } from '@skinprices/domain';
 import { adapterFor, UpstreamClient } from '@skinprices/marketplaces';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
 import { intervalsFor, marketFor, pollerConfigSchema } from './config.js';
+import { CatalogueGate } from './catalogue-gate.js';
 import { PollerMetrics } from './metrics.js';
 import { Poller } from './poller.js';
 
@@ -34,6 +35,21 @@ const client = new UpstreamClient({
     metrics.requestSeconds.observe({ market: market.slug }, ms / 1000);
   },
 });
+const serde = new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL });
+// A marketplace without listings backfills after the platform's first listings (catalogue-gate.ts).
+const catalogue =
+  market.capabilities.includes('listings') || config.CATALOGUE_GATE_MS === 0
+    ? undefined
+    : new CatalogueGate(
+        {
+          markets: MARKETS.filter((m) => m.capabilities.includes('listings')).map((m) => m.slug),
+          timeoutMs: config.CATALOGUE_GATE_MS,
+          topicSuffix: config.TOPIC_SUFFIX,
+          owner: `poller-${market.slug}`,
+          materializerGroup: config.MATERIALIZER_GROUP,
+        },
+        { kafka, admin, serde, logger },
+      );
 const poller = new Poller(
   {
     market,
@@ -55,11 +71,12 @@ const poller = new Poller(
   {
     client,
     producer,
-    serde: new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL }),
+    serde,
     admin,
     logger,
     metrics,
     adapter,
+    ...(catalogue ? { catalogue } : {}),
   },
 );
 
@@ -68,6 +85,7 @@ shutdown.register('kafka-producer', () => producer.disconnect());
 await admin.connect();
 shutdown.register('kafka-admin', () => admin.disconnect());
 shutdown.register('upstream-client', () => client.close());
+if (catalogue) shutdown.register('catalogue-gate', () => catalogue.stop());
 if (config.METRICS_PORT !== undefined) {
   const server = await metrics.serve(config.METRICS_HOST, config.METRICS_PORT);
   shutdown.register('metrics', server.close);

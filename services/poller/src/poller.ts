@@ -97,6 +97,12 @@ export interface PollerDeps {
   metrics: PollerMetrics;
   /** Adapter for the market's format (tests may inject one). */
   adapter?: Adapter;
+  /**
+   * For a marketplace without listings: opens when the platform's catalogue is in
+   * (catalogue-gate.ts); its kinds start after it, as a listing marketplace's start after its
+   * own first LISTINGS cycle. @default none: they start at once
+   */
+  catalogue?: { wait(signal: AbortSignal): Promise<unknown> };
 }
 
 export interface CycleResult {
@@ -190,6 +196,7 @@ export class Poller {
    * Settles when the first LISTINGS cycle has ended (any outcome) or the poller stops; the other
    * kinds start after it. On a cold start the lowest prices are what customers wait for: buy
    * orders, sales and float data sharing the rate limit and the broker would only delay them.
+   * A marketplace without listings waits for the platform's catalogue instead (deps.catalogue).
    */
   private firstListings: Promise<void> = Promise.resolve();
 
@@ -197,6 +204,11 @@ export class Poller {
     const listings = this.jobs.find((j) => j.kind === 'LISTINGS');
     let listingsDone = (): void => undefined;
     if (listings) this.firstListings = new Promise<void>((resolve) => (listingsDone = resolve));
+    else if (this.deps.catalogue)
+      this.firstListings = this.deps.catalogue.wait(this.stopCtl.signal).then(
+        () => undefined,
+        () => undefined,
+      );
     this.stopCtl.signal.addEventListener('abort', () => listingsDone(), { once: true });
     for (const job of this.jobs)
       job.loop = job === listings ? this.run(job, listingsDone) : this.firstListings.then(() => this.run(job));
