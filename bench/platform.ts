@@ -12,6 +12,8 @@
  *   item's page; `override_to_visible` includes both, for comparison.
  *
  *   node --import tsx bench/platform.ts [--size 35000] [--runs 3] [--profile dir]
+ *   BENCH_HISTORY_DAYS=n: the history-only marketplace's backfill (default 30; 0: a cold start
+ *   without it, to weigh its share)
  *
  * Needs `make up`. Own topics, schemas and ports; all removed afterwards.
  */
@@ -82,8 +84,11 @@ interface Change {
 interface Run {
   /** A lower bound when `cold_missing` is not empty (the deadline passed). */
   cold_s: number;
-  /** Per listing marketplace, when it became visible (s from the first upstream request). */
-  cold_visible_s: Record<string, number>;
+  /**
+   * Per listing marketplace, in s from the first upstream request: when its first complete
+   * LISTINGS cycle ended, when its marker was applied, when it became visible.
+   */
+  cold_visible_s: Record<string, { cycle_ended_s: number | null; marker_applied_s: number | null; visible_s: number }>;
   /** Listing marketplaces not visible by COLD_WITHIN_MS. */
   cold_missing: string[];
   cold_with_boot_s: number;
@@ -226,11 +231,17 @@ async function platformRun(run: number): Promise<Run> {
     const lists = new Map<string, Row[]>();
     /** When each marketplace became visible (performance.now()): the cold start's tail. */
     const seenAt = new Map<string, number>();
+    /**
+     * Its first complete LISTINGS cycle as /v1/status showed it then: when the cycle ended (the
+     * upstream's clock: the simulator's runs on the wall clock here) and when the derive path
+     * applied its marker (wall clock); with seenAt, where the tail of the cold start is spent.
+     */
+    const markerAt = new Map<string, { ended: number; applied: number }>();
     const coldMissing: string[] = [];
     for (;;) {
-      const status = await getJson<{ markets: { market: string; kind: string; last_complete_at: string | null }[] }>(
-        '/v1/status',
-      );
+      const status = await getJson<{
+        markets: { market: string; kind: string; last_complete_at: string | null; last_applied_at: string | null }[];
+      }>('/v1/status');
       const complete = new Set(
         (status?.markets ?? []).filter((m) => m.kind === 'LISTINGS' && m.last_complete_at).map((m) => m.market),
       );
@@ -251,7 +262,15 @@ async function platformRun(run: number): Promise<Run> {
             if (rows.length > 0) lists.set(m, rows);
           }
         }
-      for (const m of lists.keys()) if (!seenAt.has(m)) seenAt.set(m, performance.now());
+      for (const m of lists.keys())
+        if (!seenAt.has(m)) {
+          seenAt.set(m, performance.now());
+          const row = status?.markets.find((r) => r.market === m && r.kind === 'LISTINGS');
+          markerAt.set(m, {
+            ended: Date.parse(row?.last_complete_at ?? ''),
+            applied: Date.parse(row?.last_applied_at ?? ''),
+          });
+        }
       if (lists.size === LISTING_MARKETS.length) break;
       if (platform.exitCode !== null) throw new Error('the platform exited during the cold start');
       // A slower machine gives a figure, not a crash: the deadline as a lower bound, and which
@@ -274,8 +293,24 @@ async function platformRun(run: number): Promise<Run> {
       `run ${run + 1}: cold ${((visible - firstRequest) / 1000).toFixed(1)} s from the first upstream request, ` +
         `${((visible - t0) / 1000).toFixed(1)} s with the services' start-up (${visibleRows} rows on ${lists.size} marketplaces)`,
     );
+    const firstRequestWall = Math.min(...Object.values(traffic).map((t) => t.first_at));
+    const coldMarkers = Object.fromEntries(
+      [...seenAt].map(([m, at]) => {
+        const marker = markerAt.get(m);
+        return [
+          m,
+          {
+            cycle_ended_s: marker ? round((marker.ended - firstRequestWall) / 1000, 1) : null,
+            marker_applied_s: marker ? round((marker.applied - firstRequestWall) / 1000, 1) : null,
+            visible_s: round((at - firstRequest) / 1000, 1),
+          },
+        ];
+      }),
+    );
     console.log(
-      `run ${run + 1}: visible at (s): ${[...seenAt].map(([m, at]) => `${m} ${((at - firstRequest) / 1000).toFixed(1)}`).join(', ')}`,
+      `run ${run + 1}: first LISTINGS cycle ended / applied / visible (s): ${Object.entries(coldMarkers)
+        .map(([m, t]) => `${m} ${t.cycle_ended_s} / ${t.marker_applied_s} / ${t.visible_s}`)
+        .join(', ')}`,
     );
 
     // ---- freshness: single changes in the steady state ---------------------------------------
@@ -413,9 +448,7 @@ async function platformRun(run: number): Promise<Run> {
     return {
       cold_s: round((visible - firstRequest) / 1000, 2),
       cold_missing: coldMissing,
-      cold_visible_s: Object.fromEntries(
-        [...seenAt].sort((a, b) => a[1] - b[1]).map(([m, at]) => [m, round((at - firstRequest) / 1000, 1)]),
-      ),
+      cold_visible_s: coldMarkers,
       cold_with_boot_s: round((visible - t0) / 1000, 2),
       platform_start_s: round((t0 - spawned) / 1000, 2),
       visible_rows: visibleRows,
