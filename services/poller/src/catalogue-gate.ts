@@ -12,18 +12,24 @@
  * its records are in) — or when `timeoutMs` has passed (a marketplace whose poller is not
  * running, or a materializer that is down, must not hold history back for ever). Opening on the
  * markers alone was measured too early: the pollers end their first cycles long before the
- * materializer has applied them (a full-size cold start, 2026-11-26: the history-only poller
- * still used 27 of its 30 CPU-s before the catalogue was visible).
+ * materializer has ingested them (a full-size cold start, 2026-11-26: the history-only poller
+ * still used 27 of its 30 CPU-s before the catalogue was visible). It waits for the records to be
+ * ingested, not for the markers to be applied (the derive path does that seconds later; a poller
+ * cannot see it without the database).
  *
  *   waiting(pending markets, end offsets) ──marker of the last pending market──▶ ingesting(end offsets)
  *   ingesting ──the group's committed offsets pass every end offset──▶ open('listed')
  *   waiting | ingesting ──timeout──▶ open('timeout')
- *   waiting | ingesting ──stop() / Kafka failed──▶ open('stopped' | 'failed')
+ *   waiting | ingesting ──stop()──▶ open('stopped')
+ *   waiting ──the consumer could not start──▶ open('failed')
+ *   (a consumer that fails later, or offsets that cannot be read, wait for the timeout)
  *
  * It reads the marker topic from its beginning (a consumer group of its own, nothing committed),
  * so no marker sent while it joins the group is missed: on a cold start the topic is empty and
  * the markers it waits for are the first ones; a history poller restarted beside a running
  * platform finds every marketplace's old markers in the topic's first records and starts at once.
+ * The cost of that choice: the marker topic is kept for ever, and in a deployment where some
+ * marketplace of the registry never ran, the gate reads all of it before its timeout.
  * Why Kafka and not the read model: pollers never read the database, and poll-cycles.v1 is where
  * the platform says which cycles ended.
  */
@@ -117,6 +123,9 @@ export interface CatalogueGateOptions {
 export class CatalogueGate {
   private state: GateState;
   private consumer: EventConsumer<'pollCycle'> | undefined;
+  /** The consumer's start (joining its group): a close waits for it. */
+  private consumerRun: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly opened: Promise<GateReason>;
   private resolveOpened: (reason: GateReason) => void = () => undefined;
@@ -175,16 +184,19 @@ export class CatalogueGate {
     const topic = `${topicFor('pollCycle').name}${this.options.topicSuffix}`;
     const codec = await this.deps.serde.codec(topic, 'pollCycle');
     if (this.state.kind === 'open') return;
-    this.consumer = new EventConsumer(this.deps.kafka, [codec], {
+    const consumer = new EventConsumer(this.deps.kafka, [codec], {
       // A group of its own per process with nothing committed: it reads from the beginning every
       // time, and a second poller's gate is not handed half of the partitions.
       groupId: `${this.options.owner}-catalogue-gate-${randomUUID().slice(0, 8)}`,
       fromBeginning: true,
       autoCommit: false,
     });
-    await this.consumer.start(async (batch) => {
+    this.consumer = consumer;
+    this.consumerRun = consumer.start(async (batch) => {
       for (const m of batch.messages) if (m.value) this.apply({ kind: 'marker', marker: m.value as PollCycleEvent });
     });
+    // Opened meanwhile (the timeout, stop()): close() waited for this start, then stopped it.
+    await this.consumerRun;
   }
 
   /** Reads the materializer group's committed offsets until the gate opens. */
@@ -192,11 +204,19 @@ export class CatalogueGate {
     const every = this.options.offsetsEveryMs ?? 1_000;
     while (this.state.kind === 'ingesting') {
       const topics = [...new Set([...this.state.ends.keys()].map((at) => at.slice(0, at.lastIndexOf(':'))))];
-      const answer = await this.deps.admin.fetchOffsets({ groupId: this.options.materializerGroup, topics });
-      const offsets = new Map<string, bigint>();
-      for (const t of answer)
-        for (const p of t.partitions) if (p.offset !== '-1') offsets.set(`${t.topic}:${p.partition}`, BigInt(p.offset));
-      this.apply({ kind: 'committed', offsets });
+      try {
+        const answer = await this.deps.admin.fetchOffsets({ groupId: this.options.materializerGroup, topics });
+        const offsets = new Map<string, bigint>();
+        for (const t of answer)
+          for (const p of t.partitions)
+            if (p.offset !== '-1') offsets.set(`${t.topic}:${p.partition}`, BigInt(p.offset));
+        this.apply({ kind: 'committed', offsets });
+      } catch (err) {
+        // A coordinator still loading on a cold start, a broker away: read again; the timeout
+        // bounds the wait. (After stop() the admin client may be gone: nothing to say then.)
+        if (this.state.kind === 'ingesting')
+          this.deps.logger.warn({ err }, "catalogue gate could not read the materializer's offsets; trying again");
+      }
       if (this.state.kind === 'ingesting') await new Promise((r) => setTimeout(r, every).unref());
     }
   }
@@ -211,10 +231,7 @@ export class CatalogueGate {
       );
       // The markers are all in: the consumer is done, the offsets are read with the admin client.
       setImmediate(() => void this.close());
-      void this.watchCommits().catch((err: unknown) => {
-        this.deps.logger.warn({ err }, "catalogue gate could not read the materializer's offsets; opening it");
-        this.apply({ kind: 'failed' });
-      });
+      void this.watchCommits();
     }
     if (before.kind !== 'open' && this.state.kind === 'open') {
       clearTimeout(this.timer);
@@ -234,9 +251,18 @@ export class CatalogueGate {
     }
   }
 
-  private async close(): Promise<void> {
+  /** Stops the consumer once (stop() waits for it, so the process leaves the group before it exits). */
+  private close(): Promise<void> {
     const consumer = this.consumer;
+    if (!consumer) return this.closing ?? Promise.resolve();
+    const run = this.consumerRun;
     this.consumer = undefined;
-    await consumer?.stop().catch(() => undefined);
+    this.closing = (async () => {
+      // kafkajs cannot stop a consumer still joining its group (its runner is not running yet,
+      // and the join carries on after a disconnect): let the start finish, then stop it.
+      await run?.catch(() => undefined);
+      await consumer.stop().catch(() => undefined);
+    })();
+    return this.closing;
   }
 }
