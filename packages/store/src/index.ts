@@ -22,3 +22,4 @@ export {
   type ReadContractV1,
   type ViewColumns,
 } from './read-contract.js';
+export { snapshotXminAgeSql, usableSnapshotAge } from './snapshot-age.js';

@@ -6,7 +6,7 @@
  * times are `…sssZ` strings.
  */
 import { catalogueKey, getMarket, identityKey, MARKETS, type MarketSlug, type PhaseOrNone } from '@skinprices/domain';
-import type { Pool, ReadContractV1 } from '@skinprices/store';
+import { snapshotXminAgeSql, usableSnapshotAge, type Pool, type ReadContractV1 } from '@skinprices/store';
 import { Kysely, PostgresDialect, sql, type Selectable } from 'kysely';
 import { CatalogueShard } from './catalogue.js';
 import { ChangeLog } from './changes/log.js';
@@ -64,9 +64,11 @@ async function predecessors(
 /** The age (in transactions) of a snapshot's xmin, or undefined past a quarter of the id space. */
 async function snapshotAge(trx: ReadDb, snapshot: string): Promise<number | undefined> {
   const { rows } = await sql<{ age: number }>`
-    SELECT age((pg_snapshot_xmin(${snapshot}::pg_snapshot)::text::bigint & 4294967295)::text::xid) AS age`.execute(trx);
+    SELECT ${sql.raw(snapshotXminAgeSql('s.snap'))} AS age FROM (SELECT ${snapshot}::pg_snapshot AS snap) s`.execute(
+    trx,
+  );
   const age = (rows[0] as { age: number }).age;
-  return age >= 0 && age < 2 ** 30 ? age : undefined;
+  return usableSnapshotAge(age) ? age : undefined;
 }
 
 /**

@@ -13,7 +13,7 @@
  * (or when a late close arrives), while changes follow every price update.
  */
 import { DAY_MS, MARKET_CAP_MARKET, MARKETS, startOfUtcDay } from '@skinprices/domain';
-import type { PoolClient } from '@skinprices/store';
+import { snapshotXminAgeSql, usableSnapshotAge, type PoolClient } from '@skinprices/store';
 import { hourPartitionName } from './partitions.js';
 
 /**
@@ -120,8 +120,7 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<L
   const last = state[0];
   // Ages are 32-bit (age(xid)): past a quarter of the id space the pre-filter could wrap, and a
   // clock that went back (it never does) would leave the windows' moves unaccounted.
-  const incremental =
-    last !== undefined && last.age >= 0 && last.age < 2 ** 30 && last.clock.getTime() <= now.getTime();
+  const incremental = last !== undefined && usableSnapshotAge(last.age) && last.clock.getTime() <= now.getTime();
   const res = incremental
     ? await client.query<{ items: number }>(liquiditySql('dirty'), [now, last.clock])
     : await client.query<{ items: number }>(liquiditySql('all'), [now]);
@@ -133,8 +132,8 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<L
   return { scope: incremental ? 'dirty' : 'all', items: res.rows[0]?.items ?? 0 };
 }
 
-/** The age (transactions since) of the stored snapshot's xmin, a 32-bit xid as age() takes it. */
-const SNAPSHOT_XMIN_AGE = `age((pg_snapshot_xmin(snapshot)::text::bigint & 4294967295)::text::xid)`;
+/** The age (transactions since) of the stored snapshot's xmin. */
+const SNAPSHOT_XMIN_AGE = snapshotXminAgeSql('snapshot');
 
 /** What one liquidity refresh did: every item, or the ones whose inputs moved; items computed. */
 export interface LiquidityRefresh {

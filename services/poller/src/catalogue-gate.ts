@@ -34,6 +34,7 @@
  * the platform says which cycles ended.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@skinprices/runtime';
 import { EventConsumer, topicFor, type EventSerde, type PollCycleEvent } from '@skinprices/events';
 import type { Admin, Kafka } from 'kafkajs';
@@ -217,7 +218,7 @@ export class CatalogueGate {
         if (this.state.kind === 'ingesting')
           this.deps.logger.warn({ err }, "catalogue gate could not read the materializer's offsets; trying again");
       }
-      if (this.state.kind === 'ingesting') await new Promise((r) => setTimeout(r, every).unref());
+      if (this.state.kind === 'ingesting') await sleep(every, undefined, { ref: false });
     }
   }
 

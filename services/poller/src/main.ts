@@ -1,6 +1,6 @@
 /** Wires one marketplace's poller: config → clients → Poller; named shutdown handlers. */
 import { createKafka, EventProducer, EventSerde } from '@skinprices/events';
-import { AppError, MARKETS } from '@skinprices/domain';
+import { AppError, marketsWith } from '@skinprices/domain';
 import { adapterFor, UpstreamClient } from '@skinprices/marketplaces';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
 import { intervalsFor, marketFor, pollerConfigSchema } from './config.js';
@@ -42,7 +42,7 @@ const catalogue =
     ? undefined
     : new CatalogueGate(
         {
-          markets: MARKETS.filter((m) => m.capabilities.includes('listings')).map((m) => m.slug),
+          markets: marketsWith('listings').map((m) => m.slug),
           timeoutMs: config.CATALOGUE_GATE_MS,
           topicSuffix: config.TOPIC_SUFFIX,
           owner: `poller-${market.slug}`,
