@@ -1,7 +1,8 @@
 /**
  * The catalogue gate (services/poller/src/catalogue-gate.ts) against the real broker and registry:
- * a marketplace without listings starts its backfill only once every listing marketplace has ended
- * a LISTINGS cycle on poll-cycles.v1 — markers sent before the gate started count (it reads the
+ * a marketplace without listings starts its backfill, and a listing marketplace the kinds other
+ * than its listings, only once every listing marketplace has ended a LISTINGS cycle on
+ * poll-cycles.v1 — markers sent before the gate started count (it reads the
  * topic from its beginning), other kinds do not — and the materializer's consumer group has
  * committed offsets past those cycles' records; or once its timeout has passed.
  */
@@ -130,5 +131,39 @@ describe('catalogue gate', () => {
     while (cycles.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(cycles[0]?.kind).toBe('HISTORY');
     expect(cycles[0]?.marker.outcome).toBe('COMPLETE');
+  });
+
+  it("holds a listing marketplace's other kinds after its own first listings until every marketplace's are in", async () => {
+    const sim = await startSimulator(stack, 60);
+    const g = gate(['cn-c', 'usd-5'], 120_000);
+    const { poller } = await startPoller(stack, sim, 'cn-c', suffix, { catalogue: g });
+    expect(poller.kinds.length).toBeGreaterThan(1);
+    const cycles: CycleResult[] = [];
+    poller.onCycle((r) => cycles.push(r));
+    poller.start();
+    const first = Date.now() + 30_000;
+    while (cycles.length === 0 && Date.now() < first) await new Promise((r) => setTimeout(r, 100));
+    expect(cycles.map((c) => [c.kind, c.marker.outcome])).toEqual([['LISTINGS', 'COMPLETE']]);
+    const own = cycles[0]?.marker.end_offsets ?? [];
+    expect(own.length).toBeGreaterThan(0);
+    // Its own marker is read; usd-5's is missing: the other kinds wait.
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(g.pending).toEqual(['usd-5']);
+    expect(cycles.map((c) => c.kind)).toEqual(['LISTINGS']);
+    for (const [kind, state] of Object.entries(poller.states()))
+      expect([kind, state]).toEqual([kind, kind === 'LISTINGS' ? 'waiting' : 'idle']);
+    await marker('usd-5', 'LISTINGS', [{ partition: 0, offset: 0 }]);
+    // Every marker in, cn-c's own records not yet ingested by the group: still waiting.
+    const read = Date.now() + 30_000;
+    while (g.phase === 'waiting' && Date.now() < read) await new Promise((r) => setTimeout(r, 100));
+    expect(g.phase).toBe('ingesting');
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(cycles.map((c) => c.kind)).toEqual(['LISTINGS']);
+    // The group commits past usd-5's and cn-c's own end offsets: the other kinds start.
+    await commit(0, Math.max(1, ...own.filter((e) => e.partition === 0).map((e) => Number(e.offset) + 1)));
+    for (const e of own.filter((x) => x.partition !== 0)) await commit(e.partition, Number(e.offset) + 1);
+    const deadline = Date.now() + 30_000;
+    while (cycles.length < poller.kinds.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(new Set(cycles.map((c) => c.kind))).toEqual(new Set(poller.kinds));
   });
 });

@@ -1,21 +1,25 @@
 /*
- * Holds a marketplace's backfill until the platform's catalogue is in (issue 12, item 8: on a
- * cold start the lowest prices come first). Each poller already starts its other kinds only
- * after its own first LISTINGS cycle (poller.ts). A marketplace without listings (the
- * history-only one) has no first cycle of its own to wait for, so its 30- to 400-day backfill —
- * a million history points or more, each fetched, encoded, produced, applied and written as
- * daily and hourly candles — used to run on the same two cores as every other marketplace's first
- * listings, which customers wait for. This gate opens when every listing marketplace of the
- * registry has ended a LISTINGS cycle (any outcome: a failing upstream is not waited for), as
- * their markers on poll-cycles.v1 say, and the materializer's consumer group has committed
- * offsets past those cycles' end offsets (the rule by which the materializer applies a marker:
- * its records are in) — or when `timeoutMs` has passed (a marketplace whose poller is not
- * running, or a materializer that is down, must not hold history back for ever). Opening on the
- * markers alone was measured too early: the pollers end their first cycles long before the
- * materializer has ingested them (a full-size cold start, 2026-11-26: the history-only poller
- * still used 27 of its 30 CPU-s before the catalogue was visible). It waits for the records to be
- * ingested, not for the markers to be applied (the derive path does that seconds later; a poller
- * cannot see it without the database).
+ * Holds a marketplace's kinds other than its listings until the platform's catalogue is in
+ * (issue 12, item 8: on a cold start the lowest prices come first). Each poller starts its other
+ * kinds only after its own first LISTINGS cycle (poller.ts), but that alone left them competing
+ * with every other marketplace's first listings: the pollers end their first cycles within
+ * 12–40 s of a full-size cold start, and then their buy orders, sales, float offers and order
+ * books were fetched, encoded, produced and applied on the same two cores while the materializer
+ * was still ingesting the listings (markers applied at 35–130 s, 2026-11-26). A marketplace
+ * without listings (the history-only one) has no first cycle of its own at all, so its 30- to
+ * 400-day backfill — a million history points or more, written as daily and hourly candles — ran
+ * from the first second.
+ *
+ * This gate opens when every listing marketplace of the registry has ended a LISTINGS cycle (any
+ * outcome: a failing upstream is not waited for), as their markers on poll-cycles.v1 say, and the
+ * materializer's consumer group has committed offsets past those cycles' end offsets (the rule by
+ * which the materializer applies a marker: its records are in) — or when `timeoutMs` has passed
+ * (a marketplace whose poller is not running, or a materializer that is down, must not hold the
+ * rest back for ever). Opening on the markers alone was measured too early: the pollers end their
+ * first cycles long before the materializer has ingested them (2026-11-26: the history-only
+ * poller still used 27 of its 30 CPU-s before the catalogue was visible). It waits for the
+ * records to be ingested, not for the markers to be applied (the derive path does that seconds
+ * later; a poller cannot see it without the database).
  *
  *   waiting(pending markets, end offsets) ──marker of the last pending market──▶ ingesting(end offsets)
  *   ingesting ──the group's committed offsets pass every end offset──▶ open('listed')
@@ -26,8 +30,8 @@
  *
  * It reads the marker topic from its beginning (a consumer group of its own, nothing committed),
  * so no marker sent while it joins the group is missed: on a cold start the topic is empty and
- * the markers it waits for are the first ones; a history poller restarted beside a running
- * platform finds every marketplace's old markers in the topic's first records and starts at once.
+ * the markers it waits for are the first ones; a poller restarted beside a running platform
+ * finds every marketplace's old markers in the topic's first records and opens at once.
  * The cost of that choice: the marker topic is kept for ever, and in a deployment where some
  * marketplace of the registry never ran, the gate reads all of it before its timeout.
  * Why Kafka and not the read model: pollers never read the database, and poll-cycles.v1 is where
@@ -164,7 +168,7 @@ export class CatalogueGate {
       this.started = true;
       this.deps.logger.info(
         { markets: this.state.pending.size, timeoutMs: this.options.timeoutMs },
-        "backfill waits for every listing marketplace's first LISTINGS cycle",
+        "the other kinds wait for every listing marketplace's first LISTINGS cycle",
       );
       this.timer = setTimeout(() => this.apply({ kind: 'timeout' }), this.options.timeoutMs);
       this.timer.unref();
@@ -241,11 +245,11 @@ export class CatalogueGate {
         this.deps.logger.warn(
           { waitedForMs: this.options.timeoutMs, pending: before.kind === 'waiting' ? [...before.pending] : [] },
           before.kind === 'waiting'
-            ? "catalogue gate timed out: backfill starts without these marketplaces' first listings"
-            : 'catalogue gate timed out: backfill starts before the materializer has applied the first listings',
+            ? "catalogue gate timed out: the other kinds start without these marketplaces' first listings"
+            : 'catalogue gate timed out: the other kinds start before the materializer has ingested the first listings',
         );
       else if (reason === 'listed')
-        this.deps.logger.info("catalogue in (every listing marketplace's first cycle ingested): backfill starts");
+        this.deps.logger.info("catalogue in (every listing marketplace's first cycle ingested): the other kinds start");
       this.resolveOpened(reason);
       // The consumer has done its job: leave the group (not from inside its own batch handler).
       setImmediate(() => void this.close());

@@ -68,7 +68,7 @@ export const pollerConfigSchema = z.object({
       "import this marketplace's daily closes from its upstream's history endpoint in this format (the simulator serves one for every marketplace with SIM_DAILY_HISTORY=true: make run's warm demo)",
     ),
   CATALOGUE_GATE_MS: ms(300_000).describe(
-    "a marketplace without listings (the history-only one): the longest its backfill waits for every listing marketplace's first LISTINGS cycle on poll-cycles.v1, so a cold start's catalogue comes first (0: it does not wait)",
+    "the longest the kinds other than listings (and the history-only marketplace's backfill) wait for every listing marketplace's first LISTINGS cycle to be ingested, so a cold start's catalogue comes first (0: they do not wait; a listing marketplace's still wait for its own first cycle)",
   ),
   MATERIALIZER_GROUP: z
     .string()

@@ -36,9 +36,9 @@ const client = new UpstreamClient({
   },
 });
 const serde = new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL });
-// A marketplace without listings backfills after the platform's first listings (catalogue-gate.ts).
+// Every kind but the listings waits for the platform's first listings (catalogue-gate.ts).
 const catalogue =
-  market.capabilities.includes('listings') || config.CATALOGUE_GATE_MS === 0
+  config.CATALOGUE_GATE_MS === 0
     ? undefined
     : new CatalogueGate(
         {
