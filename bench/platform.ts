@@ -239,6 +239,24 @@ async function platformRun(run: number): Promise<Run> {
      */
     const markerAt = new Map<string, { ended: number; applied: number }>();
     const coldMissing: string[] = [];
+    /** Fetches under way, per marketplace (one at a time each). */
+    const fetching = new Map<string, Promise<void>>();
+    let fetchFailed: unknown;
+    const fetchList = async (m: string): Promise<Row[] | undefined> => {
+      try {
+        // USD-1..6 have no list endpoint (spec 4.1): they show in the catalogue (4.3); the store
+        // has its own (4.7).
+        if ((LIST_MARKETS as readonly string[]).includes(m) || m === 'store')
+          return (await getJson<{ data: Row[] }>(m === 'store' ? '/v1/store' : `/v1/prices/${m}`))?.data;
+        const body = await getJson<{ items: Record<string, Record<string, Row>> }>(`/v1/prices/latest?markets=${m}`);
+        return Object.entries(body?.items ?? {})
+          .filter(([, byMarket]) => byMarket[m])
+          .map(([name, byMarket]) => ({ ...(byMarket[m] as Row), market_hash_name: name }));
+      } catch (err) {
+        fetchFailed ??= err;
+        return undefined;
+      }
+    };
     for (;;) {
       const status = await getJson<{
         markets: { market: string; kind: string; last_complete_at: string | null; last_applied_at: string | null }[];
@@ -250,24 +268,24 @@ async function platformRun(run: number): Promise<Run> {
       for (const r of status?.markets ?? [])
         if (r.kind === 'LISTINGS' && r.last_complete_at && r.last_applied_at && !markerAt.has(r.market))
           markerAt.set(r.market, { ended: Date.parse(r.last_complete_at), applied: Date.parse(r.last_applied_at) });
+      // Each marketplace is asked for as soon as the status says it is complete, as its own
+      // customer would, beside the others still being fetched: fetched one after another, every
+      // list found complete in the same status counted as visible when the last of them had been
+      // built (2026-11-27: five marketplaces applied at 71.8 s all "visible" at 109.8 s).
       for (const m of LISTING_MARKETS)
-        if (complete.has(m) && !lists.has(m)) {
-          // USD-1..6 have no list endpoint (spec 4.1): they show in the catalogue (4.3); the
-          // store has its own (4.7).
-          if ((LIST_MARKETS as readonly string[]).includes(m) || m === 'store') {
-            const body = await getJson<{ data: Row[] }>(m === 'store' ? '/v1/store' : `/v1/prices/${m}`);
-            if (body && body.data.length > 0) lists.set(m, body.data);
-          } else {
-            const body = await getJson<{ items: Record<string, Record<string, Row>> }>(
-              `/v1/prices/latest?markets=${m}`,
-            );
-            const rows = Object.entries(body?.items ?? {})
-              .filter(([, byMarket]) => byMarket[m])
-              .map(([name, byMarket]) => ({ ...(byMarket[m] as Row), market_hash_name: name }));
-            if (rows.length > 0) lists.set(m, rows);
-          }
-        }
-      for (const m of lists.keys()) if (!seenAt.has(m)) seenAt.set(m, performance.now());
+        if (complete.has(m) && !lists.has(m) && !fetching.has(m))
+          fetching.set(
+            m,
+            fetchList(m)
+              .then((rows) => {
+                if (rows && rows.length > 0 && !lists.has(m)) {
+                  lists.set(m, rows);
+                  seenAt.set(m, performance.now());
+                }
+              })
+              .finally(() => fetching.delete(m)),
+          );
+      if (fetchFailed) throw fetchFailed;
       if (lists.size === LISTING_MARKETS.length) break;
       if (platform.exitCode !== null) throw new Error('the platform exited during the cold start');
       // A slower machine gives a figure, not a crash: the deadline as a lower bound, and which
