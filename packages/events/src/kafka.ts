@@ -215,6 +215,11 @@ export interface ConsumedBatch<K extends EventKind> {
    * the end of this log (another cluster, a recreated topic). @default unknown (hand-built batches)
    */
   highWatermark?: string;
+  /**
+   * The last record's timestamp (ms since the epoch: its producer's CreateTime), to tell how late
+   * a consumer is. @default unknown (hand-built batches, an empty batch)
+   */
+  lastTimestamp?: number;
 }
 
 export interface ConsumerOptions {
@@ -296,11 +301,13 @@ export class EventConsumer<K extends EventKind> {
             messages.push({ ...base, value: null, error: err });
           }
         }
+        const lastTimestamp = Number(batch.messages.at(-1)?.timestamp);
         await handler({
           topic: batch.topic,
           partition: batch.partition,
           messages,
           highWatermark: batch.highWatermark,
+          ...(Number.isFinite(lastTimestamp) ? { lastTimestamp } : {}),
         });
         // A revoked partition (isStale) must not get its offset moved by a batch that finished late.
         if (!isRunning() || isStale()) return;

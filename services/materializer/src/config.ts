@@ -39,6 +39,11 @@ export const materializerConfigSchema = z.object({
   CONSUME_CONCURRENCY: intFromEnv(1, 32)
     .default(3)
     .describe('partitions applied at once, each in its own transaction (DB_POOL_SIZE must exceed it by 4)'),
+  LISTINGS_FIRST_ABOVE: intFromEnv(0, 10_000_000)
+    .default(2_000)
+    .describe(
+      'records behind in a listings partition that pause the other data topics until the listings catch up (at most 15 s at a time: priority.ts); 0: never paused',
+    ),
   DB_POOL_SIZE: intFromEnv(1, 100)
     .default(8)
     .describe('PostgreSQL connections: ingest batches, the derive path, the schema lock, heartbeat, outbox, export'),

@@ -1,5 +1,6 @@
 /** The materializer's parts, for embedding (tests, a supervisor); main.ts wires them for a process. */
 export { applyBatch, MATERIALIZED_KINDS, type ApplyResult, type MaterializedKind } from './apply.js';
+export { DEFAULT_PRIORITY, ListingsFirst, nextPriority, type PriorityOptions, type PriorityState } from './priority.js';
 export { Materializer, type BatchReport, type MaterializerOptions, type MaterializerState } from './materializer.js';
 export { CHANGES_CHANNEL, OutboxPublisher, type OutboxOptions, type OutboxState } from './outbox.js';
 export { MaterializerMetrics } from './metrics.js';

@@ -8,6 +8,7 @@ import { materializerConfigSchema, MIGRATIONS_DIR } from './config.js';
 import { Materializer } from './materializer.js';
 import { MaterializerMetrics } from './metrics.js';
 import { OutboxPublisher } from './outbox.js';
+import { DEFAULT_PRIORITY } from './priority.js';
 
 const config = parseConfig(materializerConfigSchema, process.env);
 const logger = createLogger('materializer', config.LOG_LEVEL);
@@ -40,6 +41,15 @@ const materializer = new Materializer(
     hourlyRetentionDays: config.HOURLY_RETENTION_DAYS,
     concurrency: config.CONSUME_CONCURRENCY,
     heartbeatIntervalMs: config.HEARTBEAT_INTERVAL_MS,
+    ...(config.LISTINGS_FIRST_ABOVE > 0
+      ? {
+          listingsFirst: {
+            ...DEFAULT_PRIORITY,
+            pauseAbove: config.LISTINGS_FIRST_ABOVE,
+            resumeBelow: Math.min(DEFAULT_PRIORITY.resumeBelow, config.LISTINGS_FIRST_ABOVE),
+          },
+        }
+      : {}),
   },
   { kafka, serde, pool, logger, metrics },
 );

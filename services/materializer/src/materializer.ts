@@ -41,6 +41,7 @@ import { Deriver, type DeriveReport } from './deriver.js';
 import { Heartbeat } from './heartbeat.js';
 import type { MaterializerMetrics } from './metrics.js';
 import { clusterIdOf, isOffsetsMismatch, verifyStoredOffsets } from './offsets.js';
+import { ListingsFirst, type PriorityOptions } from './priority.js';
 
 export type MaterializerState =
   'created' | 'migrating' | 'verifying' | 'consuming' | 'erroring' | 'stopping' | 'stopped' | 'failed';
@@ -72,6 +73,11 @@ export interface MaterializerOptions {
    * @default none: no heartbeat (replays, embedded tests)
    */
   heartbeatIntervalMs?: number;
+  /**
+   * While the listings topic is behind, the other data topics wait (priority.ts). @default none:
+   * every topic is fetched as it comes (replays, tests that do not ask for it)
+   */
+  listingsFirst?: PriorityOptions;
 }
 
 /** What a listener hears after each committed batch; `ms` is the time from receipt to commit. */
@@ -95,6 +101,9 @@ export class Materializer {
   private readonly fatalListeners = new Set<(err: AppError) => void>();
   /** Why the materializer stopped by itself (state `failed`). */
   failure: AppError | undefined;
+  /** Pauses the other data topics while the listings are behind (options.listingsFirst). */
+  private priority: ListingsFirst | undefined;
+  private priorityTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly options: MaterializerOptions,
@@ -107,6 +116,12 @@ export class Materializer {
       metrics?: MaterializerMetrics;
     },
   ) {}
+
+  /** Whether the other data topics are paused behind the listings, and how often they were. */
+  get listingsFirst(): { phase: string; pauses: number; pausedMs: number } | undefined {
+    const p = this.priority;
+    return p && { phase: p.phase, ...p.stats };
+  }
 
   /** This process's row in materializer_heartbeat, if it writes one. */
   get memberId(): string | undefined {
@@ -178,9 +193,28 @@ export class Materializer {
       ...(this.options.sessionTimeoutMs ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {}),
     });
     const raw = this.consumer.raw;
+    const listingsTopic = `${topicFor('listing').name}${this.options.topicSuffix}`;
+    if (this.options.listingsFirst) {
+      const markersTopic = `${topicFor('pollCycle').name}${this.options.topicSuffix}`;
+      const priority = new ListingsFirst(
+        listingsTopic,
+        [...kindOf.keys()].filter((t) => t !== listingsTopic && t !== markersTopic),
+        raw,
+        this.options.listingsFirst,
+      );
+      this.priority = priority;
+      // The pause's time limit holds when no listings batch comes to end it.
+      this.priorityTimer = setInterval(() => {
+        priority.tick();
+        metrics?.listingsFirst.set(priority.phase === 'listings-first' ? 1 : 0);
+        metrics?.listingsFirstPausedSeconds.set(priority.stats.pausedMs / 1000);
+      }, 1_000);
+      this.priorityTimer.unref();
+    }
     raw.on(raw.events.GROUP_JOIN, ({ payload }) => {
       this.assignment = payload.memberAssignment;
       this.kafkaMemberId = payload.memberId;
+      this.priority?.assigned(payload.memberAssignment[listingsTopic] ?? []);
       // Emitted after the group's sync, before the first fetch of the new assignment: every batch
       // awaits this check, so no partition of the assignment is applied before its offsets are.
       // A mismatch stops the materializer even if no batch comes; other failures (Kafka or
@@ -253,6 +287,13 @@ export class Materializer {
         // tells which before the batch is resolved.
         if (result.pastEnd) await this.verify({ [batch.topic]: [batch.partition] });
         if (this.state === 'erroring') this.state = 'consuming';
+        const last = batch.messages.at(-1);
+        if (last)
+          this.priority?.observe(batch.topic, batch.partition, {
+            highWatermark: batch.highWatermark,
+            nextOffset: BigInt(last.offset) + 1n,
+            lastTimestamp: batch.lastTimestamp,
+          });
         const report = { ...result, topic: batch.topic, partition: batch.partition, ms: performance.now() - t0 };
         this.lastBatchAt = new Date();
         this.record(report);
@@ -355,6 +396,7 @@ export class Materializer {
 
   async stop(): Promise<void> {
     this.state = 'stopping';
+    clearInterval(this.priorityTimer);
     await this.heartbeat?.stop();
     this.heartbeat = undefined;
     await this.consumer?.stop();

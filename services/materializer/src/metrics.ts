@@ -54,6 +54,16 @@ export class MaterializerMetrics {
     labelNames: ['scope'],
     registers: [this.registry],
   });
+  readonly listingsFirst = new Gauge({
+    name: 'materializer_listings_first',
+    help: 'Whether the other data topics are paused because the listings are behind (1) or flowing (0): priority.ts',
+    registers: [this.registry],
+  });
+  readonly listingsFirstPausedSeconds = new Gauge({
+    name: 'materializer_listings_first_paused_seconds',
+    help: 'Seconds the other data topics have spent paused behind the listings since the process started (ended pauses)',
+    registers: [this.registry],
+  });
   readonly markers = new Counter({
     name: 'materializer_markers_applied_total',
     help: 'Poll-cycle markers applied',
