@@ -9,7 +9,7 @@ export {
   type PoolClient,
   type PoolOptions,
 } from './pool.js';
-export { loadMigrations, migrate, type Migration, type MigrationResult } from './migrate.js';
+export { loadMigrations, migrate, MIGRATION_RUNNING_SQL, type Migration, type MigrationResult } from './migrate.js';
 export { copyField, copyLine, copyOut, copyRows, type CopyValue } from './copy.js';
 export {
   contractDrift,

@@ -27,6 +27,16 @@ const FILE_RE = /^(\d{4,})_([a-z0-9_]+)\.sql$/;
 // on it instead of applying the same file twice.
 const LOCK_ID = 7_202_611;
 
+/**
+ * Whether a migration run holds the migrators' lock now (any schema of the database). A reader
+ * whose query failed because a relation, column or function it reads is missing or being
+ * replaced asks this to tell a schema still being migrated (try again shortly) from a defect.
+ * pg_advisory_lock(bigint) shows in pg_locks as classid (high 32 bits), objid (low), objsubid 1.
+ */
+export const MIGRATION_RUNNING_SQL = `SELECT EXISTS (
+  SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 0 AND objid = ${LOCK_ID} AND objsubid = 1 AND granted
+) AS running`;
+
 export async function loadMigrations(dir: string): Promise<Migration[]> {
   const files = (await readdir(dir)).filter((f) => f.endsWith('.sql')).sort();
   const migrations: Migration[] = [];

@@ -214,9 +214,32 @@ function addRequestHooks(app: FastifyInstance, deps: AppDeps, metrics: ApiMetric
 }
 
 /** Every refusal in the one error shape; a path of ours with another method is a 405 with Allow. */
-function addErrorHandlers(app: FastifyInstance, allowFor: (path: string) => string | undefined, logger: Logger): void {
-  app.setErrorHandler((err, req, reply) => {
-    const e = err instanceof ApiError ? err : asApiError(err, req);
+/**
+ * SQLSTATEs a query gets when the schema it reads changes under it: an undefined column,
+ * function or object (a view replaced with more columns, a function created later in the same
+ * run), an internal error such as "could not open relation with OID", a cached plan whose result
+ * type changed. While the materializer migrates the read model (its first start, an upgrade)
+ * these mean "try again shortly"; at any other time they mean a defect, and stay a 500.
+ */
+const SCHEMA_IN_FLUX = new Set(['42703', '42883', '42704', 'XX000', '0A000']);
+
+/** 503 while a migration runs, for an error that a schema being migrated explains. */
+async function duringMigration(err: unknown, read: Pick<ReadModel, 'migrating'>): Promise<ApiError | undefined> {
+  if (!SCHEMA_IN_FLUX.has(String((err as { code?: unknown }).code ?? ''))) return undefined;
+  const running = await read.migrating().catch(() => false);
+  return running
+    ? new ApiError(503, 'not_available', 'the read model is being migrated; try again shortly', { 'retry-after': '2' })
+    : undefined;
+}
+
+function addErrorHandlers(
+  app: FastifyInstance,
+  allowFor: (path: string) => string | undefined,
+  logger: Logger,
+  read: Pick<ReadModel, 'migrating'>,
+): void {
+  app.setErrorHandler(async (err, req, reply) => {
+    const e = err instanceof ApiError ? err : ((await duringMigration(err, read)) ?? asApiError(err, req));
     if (e.status >= 500) logger.error({ err, url: req.url.slice(0, 300) }, 'request failed');
     for (const [h, v] of Object.entries(e.headers)) reply.header(h, v);
     return reply.code(e.status).header('cache-control', 'no-store').send(e.body());
@@ -276,7 +299,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   );
   metrics.watchCaches({ bodies, lists, answers, catalogues });
   addRequestHooks(app, deps, metrics);
-  addErrorHandlers(app, allowFor, deps.logger);
+  addErrorHandlers(app, allowFor, deps.logger, deps.read);
 
   // The document is generated from the routes registered after the plugin (hence the order).
   void app.register(swagger, swaggerOptions);

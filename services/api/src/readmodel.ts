@@ -6,7 +6,13 @@
  * times are `…sssZ` strings.
  */
 import { catalogueKey, getMarket, identityKey, MARKETS, type MarketSlug, type PhaseOrNone } from '@skinprices/domain';
-import { snapshotXminAgeSql, usableSnapshotAge, type Pool, type ReadContractV1 } from '@skinprices/store';
+import {
+  MIGRATION_RUNNING_SQL,
+  snapshotXminAgeSql,
+  usableSnapshotAge,
+  type Pool,
+  type ReadContractV1,
+} from '@skinprices/store';
 import { Kysely, PostgresDialect, sql, type Selectable } from 'kysely';
 import { CatalogueShard } from './catalogue.js';
 import { ChangeLog } from './changes/log.js';
@@ -492,6 +498,12 @@ export class ReadModel {
       .orderBy('day')
       .execute();
     return rows.map((r) => ({ date: r.day, market_cap_rmb: r.market_cap, items: r.items, cleaned: r.cleaned }));
+  }
+
+  /** Whether a migration is running (migrate.ts): a query that failed meanwhile may succeed shortly. */
+  async migrating(): Promise<boolean> {
+    const { rows } = await sql.raw<{ running: boolean }>(MIGRATION_RUNNING_SQL).execute(this.db);
+    return rows[0]?.running === true;
   }
 
   /** The read model's clock: the data's "now" (a simulator may run accelerated). */
