@@ -24,8 +24,8 @@ describe('catalogue gate', () => {
   /** Stands in for the materializer's group: the test commits its offsets as a consumer would. */
   const group = stack.groupId();
   const dataTopic = () => `listings.v1${suffix}`;
-  const commit = (partition: number, offset: number) =>
-    admin.setOffsets({ groupId: group, topic: dataTopic(), partitions: [{ partition, offset: String(offset) }] });
+  const commit = (partition: number, offset: number, groupId = group) =>
+    admin.setOffsets({ groupId, topic: dataTopic(), partitions: [{ partition, offset: String(offset) }] });
 
   /** Sends a marker of `market`'s `kind` cycle to the run's poll-cycles topic. */
   async function marker(
@@ -53,9 +53,9 @@ describe('catalogue gate', () => {
     expect(rejected).toEqual([]);
   }
 
-  function gate(markets: string[], timeoutMs: number): CatalogueGate {
+  function gate(markets: string[], timeoutMs: number, materializerGroup = group): CatalogueGate {
     const g = new CatalogueGate(
-      { markets, timeoutMs, topicSuffix: suffix, owner: 'it', materializerGroup: group, offsetsEveryMs: 100 },
+      { markets, timeoutMs, topicSuffix: suffix, owner: 'it', materializerGroup, offsetsEveryMs: 100 },
       { kafka: stack.kafka, admin, serde: stack.serde, logger },
     );
     stack.defer(() => g.stop());
@@ -135,7 +135,9 @@ describe('catalogue gate', () => {
 
   it("holds a listing marketplace's other kinds after its own first listings until every marketplace's are in", async () => {
     const sim = await startSimulator(stack, 60);
-    const g = gate(['cn-c', 'usd-5'], 120_000);
+    // A materializer group of its own: the earlier tests' commits do not count here.
+    const mine = stack.groupId();
+    const g = gate(['cn-c', 'usd-5'], 120_000, mine);
     const { poller } = await startPoller(stack, sim, 'cn-c', suffix, { catalogue: g });
     expect(poller.kinds.length).toBeGreaterThan(1);
     const cycles: CycleResult[] = [];
@@ -147,8 +149,10 @@ describe('catalogue gate', () => {
     const own = cycles[0]?.marker.end_offsets ?? [];
     expect(own.length).toBeGreaterThan(0);
     // Its own marker is read; usd-5's is missing: the other kinds wait.
-    await new Promise((r) => setTimeout(r, 3_000));
+    const seen = Date.now() + 30_000;
+    while (g.pending.includes('cn-c') && Date.now() < seen) await new Promise((r) => setTimeout(r, 100));
     expect(g.pending).toEqual(['usd-5']);
+    await new Promise((r) => setTimeout(r, 1_000));
     expect(cycles.map((c) => c.kind)).toEqual(['LISTINGS']);
     for (const [kind, state] of Object.entries(poller.states()))
       expect([kind, state]).toEqual([kind, kind === 'LISTINGS' ? 'waiting' : 'idle']);
@@ -160,8 +164,8 @@ describe('catalogue gate', () => {
     await new Promise((r) => setTimeout(r, 1_000));
     expect(cycles.map((c) => c.kind)).toEqual(['LISTINGS']);
     // The group commits past usd-5's and cn-c's own end offsets: the other kinds start.
-    await commit(0, Math.max(1, ...own.filter((e) => e.partition === 0).map((e) => Number(e.offset) + 1)));
-    for (const e of own.filter((x) => x.partition !== 0)) await commit(e.partition, Number(e.offset) + 1);
+    await commit(0, Math.max(1, ...own.filter((e) => e.partition === 0).map((e) => Number(e.offset) + 1)), mine);
+    for (const e of own.filter((x) => x.partition !== 0)) await commit(e.partition, Number(e.offset) + 1, mine);
     const deadline = Date.now() + 30_000;
     while (cycles.length < poller.kinds.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(new Set(cycles.map((c) => c.kind))).toEqual(new Set(poller.kinds));

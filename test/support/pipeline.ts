@@ -92,7 +92,7 @@ export async function startPoller(
     apiKey?: string;
     /** Wraps the format's adapter (tests that watch or bend it). */
     wrapAdapter?: (adapter: Adapter) => Adapter;
-    /** What a marketplace without listings waits for before its kinds start (PollerDeps.catalogue). */
+    /** The platform's catalogue, which the kinds other than the first listings wait for (PollerDeps.catalogue). */
     catalogue?: PollerDeps['catalogue'];
   } = {},
 ): Promise<{ poller: Poller; client: UpstreamClient }> {

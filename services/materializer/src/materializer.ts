@@ -277,6 +277,7 @@ export class Materializer {
       // stop() disconnects.
       if (this.failure) throw this.failure;
       const t0 = performance.now();
+      const receivedAt = Date.now();
       let client: PoolClient | undefined;
       try {
         await this.assignmentVerified();
@@ -293,6 +294,7 @@ export class Materializer {
             highWatermark: batch.highWatermark,
             nextOffset: BigInt(last.offset) + 1n,
             lastTimestamp: batch.lastTimestamp,
+            receivedAt,
           });
         const report = { ...result, topic: batch.topic, partition: batch.partition, ms: performance.now() - t0 };
         this.lastBatchAt = new Date();

@@ -42,8 +42,8 @@ describe('nextPriority', () => {
     expect(s.kind).toBe('flowing');
   });
 
-  it('a partition silent for idleMs has caught up (with the others paused it would be fetched at once)', () => {
-    const late = view(5_000, 3_000, 0);
+  it('a partition silent for idleMs with nothing left has caught up; one with records left has not', () => {
+    const late = view(5, 3_000, 0);
     let s = nextPriority(initialPriority(0), [late], 0, opts);
     expect(s.kind).toBe('listings-first');
     expect(nextPriority(s, [late], 1_999, opts).kind).toBe('listings-first');
@@ -51,6 +51,10 @@ describe('nextPriority', () => {
     expect(s).toEqual({ kind: 'flowing', since: 2_000, holdUntil: 0 });
     // Nor does an old view pause them again.
     expect(nextPriority(s, [late], 3_000, opts).kind).toBe('flowing');
+    // Records left: waiting for its next fetch, not idle (only maxPauseMs ends that pause).
+    const backlog = view(5_000, 0, 0);
+    s = nextPriority(initialPriority(0), [backlog], 0, opts);
+    expect(nextPriority(s, [backlog], 4_999, opts).kind).toBe('listings-first');
   });
 
   it('never pauses longer than maxPauseMs, then holds them flowing for minFlowMs', () => {
@@ -114,50 +118,89 @@ describe('ListingsFirst', () => {
       resume: (t: { topic: string }[]) => calls.push(`resume ${t.map((x) => x.topic).join(',')}`),
     };
     const p = new ListingsFirst('listings.v1', ['sales.v1', 'history.v1'], consumer, opts, () => now);
-    return { p, calls, at: (t: number) => (now = 1_000_000 + t), now: () => now };
+    return { p, calls, consumer, at: (t: number) => (now = 1_000_000 + t), now: () => now };
   }
 
   it('pauses and resumes the other topics on what its listings batches report', () => {
     const { p, calls, at, now } = setup();
-    p.observe('sales.v1', 0, { highWatermark: '10000', nextOffset: 1n }); // not the listings topic: ignored
+    p.observe('sales.v1', 0, { highWatermark: '10000', nextOffset: 1n, receivedAt: now() }); // not the listings topic: ignored
     expect(calls).toEqual([]);
-    p.observe('listings.v1', 2, { highWatermark: '1000', nextOffset: 500n, lastTimestamp: now() });
+    p.observe('listings.v1', 2, { highWatermark: '1000', nextOffset: 500n, lastTimestamp: now(), receivedAt: now() });
     expect(calls).toEqual(['pause sales.v1,history.v1']);
     expect(p.phase).toBe('listings-first');
     at(300);
-    p.observe('listings.v1', 2, { highWatermark: '1000', nextOffset: 995n, lastTimestamp: now() - 100 });
+    p.observe('listings.v1', 2, {
+      highWatermark: '1000',
+      nextOffset: 995n,
+      lastTimestamp: now() - 100,
+      receivedAt: now(),
+    });
     expect(calls).toEqual(['pause sales.v1,history.v1', 'resume sales.v1,history.v1']);
     expect(p.stats).toEqual({ pauses: 1, pausedMs: 300 });
   });
 
   it("judges a batch's lateness by its last record's timestamp", () => {
     const { p, calls, now } = setup();
-    p.observe('listings.v1', 0, { highWatermark: '10', nextOffset: 10n, lastTimestamp: now() - 5_000 });
+    p.observe('listings.v1', 0, {
+      highWatermark: '10',
+      nextOffset: 10n,
+      lastTimestamp: now() - 5_000,
+      receivedAt: now(),
+    });
     expect(calls).toEqual(['pause sales.v1,history.v1']);
   });
 
   it('resumes on its timer when no listings batch ends the pause, and when its partitions are revoked', () => {
     const { p, calls, at, now } = setup();
-    p.observe('listings.v1', 0, { highWatermark: '5000', nextOffset: 0n, lastTimestamp: now() });
+    p.observe('listings.v1', 0, { highWatermark: '5000', nextOffset: 0n, lastTimestamp: now(), receivedAt: now() });
     at(1_000);
-    p.observe('listings.v1', 0, { highWatermark: '5000', nextOffset: 1_000n, lastTimestamp: now() });
+    // The backlog read, but the records had waited 1.5 s: still behind.
+    p.observe('listings.v1', 0, {
+      highWatermark: '5000',
+      nextOffset: 5_000n,
+      lastTimestamp: now() - 1_500,
+      receivedAt: now(),
+    });
     at(2_999);
     p.tick();
     expect(p.phase).toBe('listings-first');
     at(3_000);
-    p.tick(); // silent for idleMs: caught up
+    p.tick(); // nothing left and silent for idleMs: caught up
     expect(calls.at(-1)).toBe('resume sales.v1,history.v1');
     at(3_100);
-    p.observe('listings.v1', 0, { highWatermark: '9000', nextOffset: 1_000n, lastTimestamp: now() });
+    p.observe('listings.v1', 0, { highWatermark: '9000', nextOffset: 5_000n, lastTimestamp: now(), receivedAt: now() });
     expect(calls.at(-1)).toBe('pause sales.v1,history.v1');
     p.assigned([1, 3]); // partition 0 went to another member: its lag is not ours
     expect(calls.at(-1)).toBe('resume sales.v1,history.v1');
     expect(p.phase).toBe('flowing');
   });
 
+  it('tells a restarted consumer the phase again on its rebalance, and survives one that refuses', () => {
+    let refuse = false;
+    const calls: string[] = [];
+    const consumer = {
+      pause: () => {
+        if (refuse) throw new Error('Consumer group was not initialized');
+        calls.push('pause');
+      },
+      resume: () => {
+        if (refuse) throw new Error('Consumer group was not initialized');
+        calls.push('resume');
+      },
+    };
+    const now = 1_000_000;
+    const p = new ListingsFirst('listings.v1', ['sales.v1'], consumer, opts, () => now);
+    refuse = true;
+    p.observe('listings.v1', 0, { highWatermark: '9000', nextOffset: 0n, receivedAt: now });
+    expect(p.phase).toBe('listings-first');
+    refuse = false;
+    p.assigned([0]);
+    expect(calls).toEqual(['pause']);
+  });
+
   it('a high watermark below the next offset (a stale fetch) counts as nothing left, not as negative', () => {
     const { p, calls, now } = setup();
-    p.observe('listings.v1', 0, { highWatermark: '10', nextOffset: 50n, lastTimestamp: now() });
+    p.observe('listings.v1', 0, { highWatermark: '10', nextOffset: 50n, lastTimestamp: now(), receivedAt: now() });
     expect(calls).toEqual([]);
   });
 });

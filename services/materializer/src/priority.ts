@@ -14,12 +14,15 @@
  *
  * A partition is behind when its last batch left more than pauseAbove records unread (the
  * partition's high watermark when the batch was fetched minus the offset after it), or its last
- * record was older than pauseAfterMs when the batch committed (its producer's timestamp: the
- * listings are late even if a fetch holds all that is there — a fetch takes up to 1 MiB of a
- * partition, ~10,000 listings, so the records left alone rarely say it). It has caught up when
- * its last batch left at most resumeBelow records and its last record was at most resumeAfterMs
- * old — or when no batch of it has come for idleMs: with the others paused, a partition with
- * records waiting is fetched at once, so one that stays silent has nothing left.
+ * record was older than pauseAfterMs when the batch reached the handler (its producer's
+ * timestamp; the apply's own time is not counted: the listings are late even if a fetch holds
+ * all that is there — a fetch takes up to 1 MiB of a partition, ~10,000 listings, so the records
+ * left alone rarely say it). It has caught up when its last batch left at most resumeBelow
+ * records and its last record was at most resumeAfterMs old — or when, having left at most
+ * resumeBelow records, no batch of it has come for idleMs (nothing new was produced there; a
+ * partition with records left waits for a fetch, which may take longer than idleMs while the
+ * other partitions' batches are applied, and is not idle). Producers' clocks must be within
+ * a fraction of pauseAfterMs of the materializer's (NTP).
  *
  * Only this process's listings partitions count (scale-out: each member puts its own first); a
  * partition revoked in a rebalance is forgotten. Pausing is the consumer's (kafkajs pause/resume
@@ -49,10 +52,11 @@ export interface PriorityOptions {
 export const DEFAULT_PRIORITY: PriorityOptions = {
   // A large marketplace's FULL cycle is ~33,000 records over 6 partitions; a burst ~60,000.
   pauseAbove: 2_000,
-  // The freshness target is 2 s from the poll to the API: a listing a second old at its commit is late.
+  // The freshness target is 2 s from the poll to the API: a listing that waited a second in
+  // Kafka is late.
   pauseAfterMs: 1_000,
   resumeBelow: 200,
-  resumeAfterMs: 300,
+  resumeAfterMs: 500,
   idleMs: 2_000,
   maxPauseMs: 15_000,
   minFlowMs: 5_000,
@@ -71,7 +75,7 @@ export type PriorityState =
 
 export const initialPriority = (now: number): PriorityState => ({ kind: 'flowing', since: now, holdUntil: 0 });
 
-const idle = (v: PartitionView, now: number, o: PriorityOptions) => now - v.at >= o.idleMs;
+const idle = (v: PartitionView, now: number, o: PriorityOptions) => v.left <= o.resumeBelow && now - v.at >= o.idleMs;
 const behind = (v: PartitionView, now: number, o: PriorityOptions) =>
   !idle(v, now, o) && (v.left > o.pauseAbove || v.ageMs > o.pauseAfterMs);
 const caughtUp = (v: PartitionView, now: number, o: PriorityOptions) =>
@@ -131,30 +135,40 @@ export class ListingsFirst {
 
   /**
    * A listings batch committed: it ended at `nextOffset` in a partition whose end was
-   * `highWatermark`, and its last record was produced at `lastTimestamp` (ms since the epoch).
+   * `highWatermark`; its last record was produced at `lastTimestamp` and the batch reached the
+   * handler at `receivedAt` (ms since the epoch).
    */
   observe(
     topic: string,
     partition: number,
-    batch: { highWatermark?: string | undefined; nextOffset: bigint; lastTimestamp?: number | undefined },
+    batch: {
+      highWatermark?: string | undefined;
+      nextOffset: bigint;
+      lastTimestamp?: number | undefined;
+      receivedAt: number;
+    },
   ): void {
     if (topic !== this.listingsTopic) return;
-    const now = this.clock();
     const left = batch.highWatermark === undefined ? 0n : BigInt(batch.highWatermark) - batch.nextOffset;
     this.views.set(partition, {
       // A high watermark below the next offset (a stale fetch) is nothing left, not less.
       left: Number(left > 0n ? left : 0n),
-      ageMs: batch.lastTimestamp === undefined ? 0 : Math.max(0, now - batch.lastTimestamp),
-      at: now,
+      ageMs: batch.lastTimestamp === undefined ? 0 : Math.max(0, batch.receivedAt - batch.lastTimestamp),
+      at: this.clock(),
     });
     this.step();
   }
 
-  /** The listings partitions this process now owns (a rebalance): the others' views are forgotten. */
+  /**
+   * The listings partitions this process now owns (each rebalance): the others' views are
+   * forgotten, and the consumer is told the current phase again — a consumer that kafkajs
+   * restarted after a crash has a new group whose paused topics are empty.
+   */
   assigned(partitions: readonly number[]): void {
     const own = new Set(partitions);
     for (const p of [...this.views.keys()]) if (!own.has(p)) this.views.delete(p);
     this.step();
+    this.tell();
   }
 
   tick(): void {
@@ -166,13 +180,23 @@ export class ListingsFirst {
     const now = this.clock();
     this.state = nextPriority(before, this.views.values(), now, this.options);
     if (before.kind === this.state.kind) return;
+    if (this.state.kind === 'listings-first') this.stats.pauses++;
+    else this.stats.pausedMs += now - before.since;
+    this.tell();
+  }
+
+  /**
+   * Pauses or resumes the others as the phase says. Between a kafkajs crash and its restart the
+   * consumer has no group and refuses ("not initialized"): nothing to pause then, and the restart's
+   * rebalance (assigned) tells it again.
+   */
+  private tell(): void {
     const topics = this.others.map((topic) => ({ topic }));
-    if (this.state.kind === 'listings-first') {
-      this.stats.pauses++;
-      this.consumer.pause(topics);
-    } else {
-      this.stats.pausedMs += now - before.since;
-      this.consumer.resume(topics);
+    try {
+      if (this.state.kind === 'listings-first') this.consumer.pause(topics);
+      else this.consumer.resume(topics);
+    } catch {
+      // told again on the next rebalance
     }
   }
 }

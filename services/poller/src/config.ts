@@ -68,8 +68,26 @@ export const pollerConfigSchema = z.object({
       "import this marketplace's daily closes from its upstream's history endpoint in this format (the simulator serves one for every marketplace with SIM_DAILY_HISTORY=true: make run's warm demo)",
     ),
   CATALOGUE_GATE_MS: ms(300_000).describe(
-    "the longest the kinds other than listings (and the history-only marketplace's backfill) wait for every listing marketplace's first LISTINGS cycle to be ingested, so a cold start's catalogue comes first (0: they do not wait; a listing marketplace's still wait for its own first cycle)",
+    "the longest, from the poller's start, the kinds other than listings (and the history-only marketplace's backfill) wait for every listing marketplace's first LISTINGS cycle (CATALOGUE_MARKETS) to be ingested, so a cold start's catalogue comes first (0: they do not wait; a listing marketplace's still wait for its own first cycle)",
   ),
+  CATALOGUE_MARKETS: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      const slugs = v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      for (const slug of slugs)
+        if (!isMarketSlug(slug) || !getMarket(slug).capabilities.includes('listings')) {
+          ctx.addIssue({ code: 'custom', message: `'${slug}' is not a listing marketplace` });
+          return z.NEVER;
+        }
+      return slugs as MarketSlug[];
+    })
+    .describe(
+      "the listing marketplaces this deployment polls, whose first LISTINGS cycles the catalogue gate waits for, e.g. 'cn-a,cn-b,eu-a' (empty: every listing marketplace of the registry)",
+    ),
   MATERIALIZER_GROUP: z
     .string()
     .min(1)

@@ -42,7 +42,8 @@ const catalogue =
     ? undefined
     : new CatalogueGate(
         {
-          markets: marketsWith('listings').map((m) => m.slug),
+          markets:
+            config.CATALOGUE_MARKETS.length > 0 ? config.CATALOGUE_MARKETS : marketsWith('listings').map((m) => m.slug),
           timeoutMs: config.CATALOGUE_GATE_MS,
           topicSuffix: config.TOPIC_SUFFIX,
           owner: `poller-${market.slug}`,

@@ -209,10 +209,12 @@ export class Poller {
     const listings = this.jobs.find((j) => j.kind === 'LISTINGS');
     let listingsDone = (): void => undefined;
     const own = listings ? new Promise<void>((resolve) => (listingsDone = resolve)) : Promise.resolve();
-    const catalogue = this.deps.catalogue;
-    this.firstListings = catalogue
+    // The gate listens from the start (joining its consumer group takes seconds) and is waited
+    // for after the first cycle; its timeout counts from here.
+    const gate = this.deps.catalogue?.wait(this.stopCtl.signal);
+    this.firstListings = gate
       ? own
-          .then(() => (this.stopCtl.signal.aborted ? undefined : catalogue.wait(this.stopCtl.signal)))
+          .then(() => gate)
           .then(
             () => undefined,
             () => undefined,
