@@ -91,6 +91,8 @@ interface Run {
   cold_visible_s: Record<string, { cycle_ended_s: number | null; marker_applied_s: number | null; visible_s: number }>;
   /** Listing marketplaces not visible by COLD_WITHIN_MS. */
   cold_missing: string[];
+  /** 5xx answers (other than 503) the cold start's requests got: each a defect, asked again. */
+  cold_server_errors: string[];
   cold_with_boot_s: number;
   platform_start_s: number;
   visible_rows: number;
@@ -221,11 +223,20 @@ async function platformRun(run: number): Promise<Run> {
         await sleep(200);
         return undefined;
       }
+      // A server error is a defect the result must show, not a crash that loses the run: counted
+      // (cold_server_errors) and asked again.
+      if (res.status >= 500 && res.status !== 503) {
+        const text = await res.text();
+        serverErrors.push(`GET ${path}: ${res.status} ${text.slice(0, 200)}`);
+        console.log(`run ${run + 1}: ${serverErrors.at(-1)}`);
+        return undefined;
+      }
       // 503: no read model yet. Anything else means the benchmark is measuring the wrong thing.
       if (res.status !== 503) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
       await res.arrayBuffer();
       return undefined;
     };
+    const serverErrors: string[] = [];
 
     // ---- cold: every listing marketplace complete and listed --------------------------------------
     const lists = new Map<string, Row[]>();
@@ -466,6 +477,7 @@ async function platformRun(run: number): Promise<Run> {
     return {
       cold_s: round((visible - firstRequest) / 1000, 2),
       cold_missing: coldMissing,
+      cold_server_errors: serverErrors,
       cold_visible_s: coldMarkers,
       cold_with_boot_s: round((visible - t0) / 1000, 2),
       platform_start_s: round((t0 - spawned) / 1000, 2),
