@@ -1,6 +1,7 @@
 /*
- * Holds a marketplace's kinds other than its listings until the platform's catalogue is in
- * (issue 12, item 8: on a cold start the lowest prices come first). Each poller starts its other
+ * Holds the history-only marketplace's backfill — with CATALOGUE_GATE_SCOPE=all, every
+ * marketplace's kinds other than its listings — until the platform's catalogue is in (issue 12,
+ * item 8: on a cold start the lowest prices come first). Each poller starts its other
  * kinds only after its own first LISTINGS cycle (poller.ts), but that alone left them competing
  * with every other marketplace's first listings: the pollers end their first cycles within
  * 12–40 s of a full-size cold start, and then their buy orders, sales, float offers and order
@@ -8,7 +9,10 @@
  * was still ingesting the listings (markers applied at 35–130 s, 2026-11-26). A marketplace
  * without listings (the history-only one) has no first cycle of its own at all, so its 30- to
  * 400-day backfill — a million history points or more, written as daily and hourly candles — ran
- * from the first second.
+ * from the first second. Holding every kind (scope 'all') brought the catalogue in sooner but moved
+ * those kinds' first cycles into the minutes after it, where price changes then took longer to
+ * show (2026-11-27, full size: cold 161 s against 199 s, freshness p99 49 s against 15 s), so
+ * the default holds the backfill only.
  *
  * This gate opens when every listing marketplace of the registry has ended a LISTINGS cycle (any
  * outcome: a failing upstream is not waited for), as their markers on poll-cycles.v1 say, and the

@@ -36,9 +36,11 @@ const client = new UpstreamClient({
   },
 });
 const serde = new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL });
-// Every kind but the listings waits for the platform's first listings (catalogue-gate.ts).
+// The history-only marketplace's backfill (CATALOGUE_GATE_SCOPE=all: every kind but the
+// listings) waits for the platform's first listings (catalogue-gate.ts).
+const gated = config.CATALOGUE_GATE_SCOPE === 'all' || !market.capabilities.includes('listings');
 const catalogue =
-  config.CATALOGUE_GATE_MS === 0
+  config.CATALOGUE_GATE_MS === 0 || !gated
     ? undefined
     : new CatalogueGate(
         {
