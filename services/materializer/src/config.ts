@@ -40,9 +40,9 @@ export const materializerConfigSchema = z.object({
     .default(3)
     .describe('partitions applied at once, each in its own transaction (DB_POOL_SIZE must exceed it by 4)'),
   LISTINGS_FIRST_ABOVE: intFromEnv(0, 10_000_000)
-    .default(2_000)
+    .default(0)
     .describe(
-      'records behind in a listings partition that pause the other data topics until the listings catch up (at most 15 s at a time: priority.ts); 0: never paused',
+      'listings first (priority.ts): records behind in a listings partition (or its records waiting > 1 s) that pause the other data topics until the listings catch up, at most 15 s at a time; e.g. 2000. 0 (the default until a benchmark shows it helps): never paused',
     ),
   DB_POOL_SIZE: intFromEnv(1, 100)
     .default(8)
