@@ -21,3 +21,4 @@ export {
   type SendResult,
 } from './kafka.js';
 export { deleteTopics, ensureTopics, waitForKafka } from './admin.js';
+export { KAFKAJS_REQUEST_QUEUE } from './idle-loop.js';

@@ -4,6 +4,7 @@
 import { AppError } from '@skinprices/domain';
 import { Kafka, logLevel, type Consumer, type KafkaConfig, type Producer, type RecordMetadata } from 'kafkajs';
 import { eventKey, keyHeaders } from './keys.js';
+import { patchKafkajsIdleLoop } from './idle-loop.js';
 import { DefaultPartitioner, partitionOfKey } from './partitioner.js';
 import type { TopicCodec } from './serde.js';
 import type { EventKind, EventMap } from './types.js';
@@ -17,6 +18,8 @@ export interface KafkaOptions {
 }
 
 export function createKafka(options: KafkaOptions): Kafka {
+  // Before any connection exists: kafkajs 2.2.4's idle connections spin (idle-loop.ts).
+  patchKafkajsIdleLoop();
   return new Kafka({
     clientId: options.clientId,
     brokers: options.brokers
