@@ -14,11 +14,13 @@
  *   node --import tsx bench/platform.ts [--size 35000] [--runs 3] [--profile dir]
  *   BENCH_HISTORY_DAYS=n: the history-only marketplace's backfill (default 30; 0: a cold start
  *   without it, to weigh its share)
+ *   BENCH_PLATFORM_LOG=file: the services' log (their stdout, appended; by default dropped), to
+ *   find the cause of a 5xx or a late cycle after the run
  *
  * Needs `make up`. Own topics, schemas and ports; all removed afterwards.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LIST_MARKETS } from '@skinprices/api';
@@ -199,10 +201,13 @@ async function platformRun(run: number): Promise<Run> {
   // Every service of the platform inherits NODE_OPTIONS, so each writes its own profile.
   if (args.profileDir) env.NODE_OPTIONS = `--cpu-prof --cpu-prof-dir=${args.profileDir}`;
   const spawned = performance.now();
+  const logFile = process.env.BENCH_PLATFORM_LOG;
+  const log = logFile ? openSync(logFile, 'a') : 'ignore';
   const platform: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'infra/local/run.ts'], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', log, 'inherit'],
   });
+  if (typeof log === 'number') closeSync(log); // the child holds its own copy
   const exited = new Promise<void>((resolve) => platform.once('exit', () => resolve()));
   const cpuAtStart = cpuSeconds(platform.pid as number);
   process.on('exit', () => platform.kill('SIGINT'));
