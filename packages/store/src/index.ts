@@ -3,6 +3,7 @@ export {
   ensureDatabase,
   ensureSchema,
   ident,
+  isPoolBusy,
   isTransientPgError,
   redact,
   type Pool,

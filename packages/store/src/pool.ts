@@ -21,6 +21,11 @@ export interface PoolOptions {
   max?: number;
   /** Name shown in pg_stat_activity. */
   applicationName?: string;
+  /**
+   * The longest a query waits for a connection: a free one of the pool's, or a new one being
+   * opened. @default 10000
+   */
+  acquireTimeoutMs?: number;
 }
 
 const IDENT = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -36,7 +41,7 @@ export function createPool(options: PoolOptions): Pool {
     connectionString: options.databaseUrl,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'skinprices',
-    connectionTimeoutMillis: 10_000,
+    connectionTimeoutMillis: options.acquireTimeoutMs ?? 10_000,
     // JIT off: PostgreSQL compiles a query once its estimated cost passes jit_above_cost, and
     // estimates over a table partitioned by day (listing_hourly: ~100 partitions) pass it easily.
     // The market cap's hourly query then spent 3.2 s compiling to run for 20 ms (jit off: 20 ms),
@@ -57,13 +62,24 @@ export async function ensureSchema(pool: Pool, schema: string): Promise<void> {
   await pool.query(`CREATE SCHEMA IF NOT EXISTS ${ident(schema)}`);
 }
 
+/**
+ * pg-pool's error when a query waited `acquireTimeoutMs` for one of the pool's connections, every
+ * one of them busy (it has no code: its message is the one sign). Not the server's fault and not
+ * the query's: the process asked for more at once than its pool holds.
+ */
+export function isPoolBusy(err: unknown): boolean {
+  return err instanceof Error && err.message === 'timeout exceeded when trying to connect';
+}
+
 /** True for errors where waiting and retrying can help (server away, too many connections). */
 export function isTransientPgError(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code ?? '';
   return (
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '40001', '40P01'].includes(
       code,
-    ) || code.startsWith('08')
+    ) ||
+    code.startsWith('08') ||
+    isPoolBusy(err)
   );
 }
 

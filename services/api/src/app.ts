@@ -8,6 +8,7 @@
 import swagger from '@fastify/swagger';
 import { readTag } from '@skinprices/domain';
 import type { Logger } from '@skinprices/runtime';
+import { isPoolBusy } from '@skinprices/store';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { authHook } from './auth.js';
 import { AnswerCache, BodyCache, VersionedCache, type DerivedVersion } from './bodies.js';
@@ -156,6 +157,12 @@ function asApiError(err: unknown, req: FastifyRequest): ApiError {
     /Connection terminated/.test(message)
   )
     return new ApiError(503, 'not_available', 'the database is unavailable; try again shortly', { 'retry-after': '5' });
+  // Every read connection stayed busy for the pool's whole wait (DB_ACQUIRE_TIMEOUT_MS): an
+  // overload that passes, not a defect. Found 2026-11-27 as `GET /v1/status: 500` in the
+  // platform benchmark's cold start, while the first builds of the lists held every connection
+  // for 20-27 s each on a saturated machine.
+  if (isPoolBusy(err))
+    return new ApiError(503, 'not_available', 'the service is busy; try again shortly', { 'retry-after': '1' });
   return new ApiError(500, 'internal', 'internal error; try again shortly');
 }
 

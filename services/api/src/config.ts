@@ -31,6 +31,9 @@ export const apiConfigSchema = z.object({
       'how long cached answers may lag behind derived values (statistics, liquidity, market cap) that every cycle marker recomputes; price changes and removals are not delayed',
     ),
   DB_POOL_SIZE: intFromEnv(1, 100).default(8).describe('PostgreSQL connections for reads'),
+  DB_ACQUIRE_TIMEOUT_MS: intFromEnv(1, 600_000)
+    .default(10_000)
+    .describe('the longest a request waits for a free read connection before it is answered 503 (busy)'),
   AUTH_FAILURES_PER_MINUTE: intFromEnv(1, 1_000_000)
     .default(60)
     .describe('failed authentications a client address may have per minute before its requests get 429'),

@@ -29,6 +29,7 @@ const readPool = createPool({
   databaseUrl: config.DATABASE_URL,
   schema: config.DATABASE_SCHEMA,
   max: config.DB_POOL_SIZE,
+  acquireTimeoutMs: config.DB_ACQUIRE_TIMEOUT_MS,
   applicationName: 'api',
 });
 shutdown.register('read-pool', () => readPool.end());

@@ -1,0 +1,70 @@
+/**
+ * Every read connection busy is an overload that passes: 503 with Retry-After, not a 500 (found
+ * 2026-11-27: the platform benchmark's cold start got `GET /v1/status: 500`, and a list and the
+ * store too, "timeout exceeded when trying to connect" in the API's log, while the first builds of
+ * the lists held every read connection for 20-27 s each on a saturated machine). A pool of one
+ * connection, that connection held elsewhere, asked with curl as a customer would; then released,
+ * the same request is answered.
+ */
+import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, ReadModel } from '@skinprices/api';
+import { MIGRATIONS_DIR } from '@skinprices/materializer';
+import { createLogger } from '@skinprices/runtime';
+import { createPool, migrate, type Pool } from '@skinprices/store';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { curlGet } from '../support/clients.js';
+import { stackEnv, TestStack } from '../support/stack.js';
+
+describe('API with every read connection busy', () => {
+  const stack = new TestStack();
+  let pool: Pool;
+  let app: FastifyInstance;
+  let base: string;
+  let key: string;
+
+  beforeAll(async () => {
+    const read = await stack.schema();
+    await migrate(read.pool, MIGRATIONS_DIR);
+    // The API's own pool: one connection, a short wait for it.
+    pool = createPool({ databaseUrl: stackEnv().databaseUrl, schema: read.name, max: 1, acquireTimeoutMs: 300 });
+    const keysSchema = await stack.schema();
+    await migrate(keysSchema.pool, API_MIGRATIONS_DIR);
+    const keys = new KeyStore(keysSchema.pool);
+    key = (await keys.create({ customer: 'ops@example.com', plan: 'enterprise' })).secret;
+    app = buildApp({
+      keys,
+      limiter: new MemoryRateLimiter(),
+      read: new ReadModel(pool),
+      version: () => 0,
+      logger: createLogger('api', 'silent'),
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  }, 60_000);
+  afterAll(async () => {
+    await app?.close();
+    await pool?.end();
+    await stack.cleanup();
+  });
+
+  it('answers 503 with Retry-After while no connection frees up in time, and 200 once one does', async () => {
+    expect((await curlGet(`${base}/v1/status`, key)).status).toBe(200);
+    const held = await pool.connect();
+    try {
+      const busy = await curlGet(`${base}/v1/status`, key);
+      expect(busy.exit).toBe(0);
+      expect(busy.status, busy.body).toBe(503);
+      expect(JSON.parse(busy.body)).toEqual({
+        error: { status: 503, code: 'not_available', message: 'the service is busy; try again shortly' },
+      });
+      const res = await fetch(`${base}/v1/prices/cn-a`, { headers: { 'x-api-key': key } });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('1');
+      await res.arrayBuffer();
+    } finally {
+      held.release();
+    }
+    const after = await curlGet(`${base}/v1/status`, key);
+    expect(after.status, after.body).toBe(200);
+  });
+});
