@@ -13,6 +13,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest }
 import { authHook } from './auth.js';
 import { AnswerCache, BodyCache, VersionedCache, type DerivedVersion } from './bodies.js';
 import { ListBodyCache } from './list-body.js';
+import { Slots } from './slots.js';
 import type { CatalogueShard } from './catalogue.js';
 import { ChangeWaker } from './changes/waker.js';
 import {
@@ -80,6 +81,8 @@ export interface AppDeps {
   changeWaker?: ChangeWaker;
   /** Longest a stream waits before looking at the change log without a notification. @default 5000 */
   changePollMs?: number;
+  /** Whole-list reads (list bodies' first builds and rebuilds, catalogue shards) at once (slots.ts). @default 2 */
+  wholeReadsAtOnce?: number;
 }
 
 declare module 'fastify' {
@@ -275,6 +278,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // commit touched those, not on every commit of any one; and when only derived values moved,
   // at most every `derived.maxLagMs`.
   const bodies = new BodyCache((name) => deps.version(bodyDeps(name)), 1_000, deps.derived);
+  const wholeReads = new Slots(deps.wholeReadsAtOnce ?? 2);
   // Patched lists follow derived values in their rows (statistics, outlier verdicts) as promptly as
   // their tags: a patch reads only changed rows. Liquidity scores, which derive transactions change
   // for thousands of items at once, at most every `derived.maxLagMs` (LiquidityLag).
@@ -295,6 +299,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       version: () => (deps.derived?.scores ?? deps.derived?.version)?.() ?? 0,
       lagMs: deps.derived.maxLagMs,
     },
+    wholeReads,
   );
   deps.watch?.(() => lists.changed());
   app.addHook('onClose', async () => lists.stop());
@@ -317,7 +322,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     registerStatusPage(scope, { read: deps.read, status: deps.status });
     registerRoutes(
       scope,
-      { read: deps.read, bodies, lists, answers, catalogues, status: deps.status },
+      { read: deps.read, bodies, lists, answers, catalogues, wholeReads, status: deps.status },
       { log: deps.read.changeLog(), waker: deps.changeWaker ?? new ChangeWaker(), pollMs: deps.changePollMs },
     );
   });

@@ -31,6 +31,11 @@ export const apiConfigSchema = z.object({
       'how long cached answers may lag behind derived values (statistics, liquidity, market cap) that every cycle marker recomputes; price changes and removals are not delayed',
     ),
   DB_POOL_SIZE: intFromEnv(1, 100).default(8).describe('PostgreSQL connections for reads'),
+  WHOLE_READS_AT_ONCE: intFromEnv(1, 64)
+    .default(2)
+    .describe(
+      'whole-marketplace reads at once (list bodies built or rebuilt, catalogue shards): the others wait their turn, patches never do; keeps read connections free and one heap of rows at a time',
+    ),
   DB_ACQUIRE_TIMEOUT_MS: intFromEnv(1, 600_000)
     .default(10_000)
     .describe('the longest a request waits for a free read connection before it is answered 503 (busy)'),

@@ -20,6 +20,7 @@ import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { constants, crc32, deflateRaw, inflateRawSync } from 'node:zlib';
 import { GZIP_HEADER, VersionedCache, type Body, type VersionOf } from './bodies.js';
+import type { Slots } from './slots.js';
 
 const deflateRawAsync = promisify(deflateRaw);
 
@@ -398,6 +399,8 @@ export class ListBodyCache {
     private readonly observe: RefreshObserver = () => undefined,
     /** Absent: every patch reads the scores changed since its last read too. */
     private readonly liquidity?: LiquidityLag,
+    /** Whole-list reads (first builds, rebuilds) share these (slots.ts); patches never wait. @default no limit */
+    private readonly builds?: Slots,
   ) {
     // A refresh that took long (a saturated machine, a patch of most of the list) is not started
     // again at once: back to back, six lists' patches would take every CPU the process gets.
@@ -515,10 +518,13 @@ export class ListBodyCache {
       }
       how = 'refused';
     }
-    const { snapshot, rows } = await source.full();
-    const list = await SegmentedList.build(rows);
+    const build = async () => {
+      const { snapshot, rows } = await source.full();
+      return { snapshot, list: await SegmentedList.build(rows), rows: rows.length };
+    };
+    const { snapshot, list, rows } = await (this.builds ? this.builds.run(build) : build());
     this.refreshes.rebuilds++;
-    this.observe(name, how, took(), rows.length);
+    this.observe(name, how, took(), rows);
     this.lookAgain();
     return { list, snapshot, liquidity: { snapshot, at: Date.now(), derived }, resets };
   }

@@ -88,6 +88,7 @@ const app = buildApp({
   failedAuth: new FailedAuthLimiter(config.AUTH_FAILURES_PER_MINUTE),
   metrics,
   changeWaker,
+  wholeReadsAtOnce: config.WHOLE_READS_AT_ONCE,
 });
 await app.listen({ host: config.API_HOST, port: config.API_PORT });
 shutdown.register('http', () => app.close());

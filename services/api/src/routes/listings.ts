@@ -7,7 +7,7 @@ import { getMarket, type MarketSlug } from '@skinprices/domain';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { ListRow } from '../list-body.js';
-import { marketPath, nameQuery, type RouteContext } from './context.js';
+import { marketPath, nameQuery, wholeRead, type RouteContext } from './context.js';
 import { BUYORDER_MARKETS, FLOAT_BUYORDER_MARKETS, LIST_MARKETS, slugs } from './exposure.js';
 import { buyorderRowSchema, envelope, FloatBuyorderRow, listingRowSchema, oneShapeOf, responses } from './schemas.js';
 import { envelopeTail, keyFieldsOf, keyOf, sendBody, sendObject } from './send.js';
@@ -58,7 +58,7 @@ export function registerListingRoutes(app: FastifyInstance, ctx: RouteContext): 
       const { market } = req.params;
       const body = await ctx.bodies.get(
         `buyorders:${market}`,
-        async () => `{"data":${JSON.stringify(await ctx.read.buyorders(market))}`,
+        async () => `{"data":${JSON.stringify(await wholeRead(ctx, () => ctx.read.buyorders(market)))}`,
       );
       return sendBody(req, reply, body, envelopeTail(keyOf(req), getMarket(market).label, body.builtAt));
     },
@@ -82,7 +82,10 @@ export function registerListingRoutes(app: FastifyInstance, ctx: RouteContext): 
     },
     async (req, reply) => {
       const { market } = req.params;
-      const data = await ctx.read.floatBuyorders(market, req.query.market_hash_name, req.query.float);
+      const { market_hash_name: name, float } = req.query;
+      const read = () => ctx.read.floatBuyorders(market, name, float);
+      // Every order of the marketplace is a whole read; one item's are not.
+      const data = await (name ? read() : wholeRead(ctx, read));
       return sendObject(reply, { data, source: getMarket(market).label, ...keyFieldsOf(req) });
     },
   );
