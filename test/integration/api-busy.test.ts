@@ -6,19 +6,16 @@
  * connection, that connection held elsewhere, asked with curl as a customer would; then released,
  * the same request is answered.
  */
-import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, ReadModel } from '@skinprices/api';
 import { MIGRATIONS_DIR } from '@skinprices/materializer';
-import { createLogger } from '@skinprices/runtime';
 import { createPool, migrate, type Pool } from '@skinprices/store';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApi } from '../support/api.js';
 import { curlGet } from '../support/clients.js';
 import { stackEnv, TestStack } from '../support/stack.js';
 
 describe('API with every read connection busy', () => {
   const stack = new TestStack();
   let pool: Pool;
-  let app: FastifyInstance;
   let base: string;
   let key: string;
 
@@ -27,25 +24,12 @@ describe('API with every read connection busy', () => {
     await migrate(read.pool, MIGRATIONS_DIR);
     // The API's own pool: one connection, a short wait for it.
     pool = createPool({ databaseUrl: stackEnv().databaseUrl, schema: read.name, max: 1, acquireTimeoutMs: 300 });
-    const keysSchema = await stack.schema();
-    await migrate(keysSchema.pool, API_MIGRATIONS_DIR);
-    const keys = new KeyStore(keysSchema.pool);
-    key = (await keys.create({ customer: 'ops@example.com', plan: 'enterprise' })).secret;
-    app = buildApp({
-      keys,
-      limiter: new MemoryRateLimiter(),
-      read: new ReadModel(pool),
-      version: () => 0,
-      logger: createLogger('api', 'silent'),
-    });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    stack.defer(() => pool.end());
+    const api = await startApi(stack, pool, { plans: ['enterprise'], listen: true });
+    base = api.origin as string;
+    key = api.keys.enterprise;
   }, 60_000);
-  afterAll(async () => {
-    await app?.close();
-    await pool?.end();
-    await stack.cleanup();
-  });
+  afterAll(() => stack.cleanup());
 
   it('answers 503 with Retry-After while no connection frees up in time, and 200 once one does', async () => {
     expect((await curlGet(`${base}/v1/status`, key)).status).toBe(200);
