@@ -22,8 +22,9 @@ describe('API with every read connection busy', () => {
   beforeAll(async () => {
     const read = await stack.schema();
     await migrate(read.pool, MIGRATIONS_DIR);
-    // The API's own pool: one connection, a short wait for it.
-    pool = createPool({ databaseUrl: stackEnv().databaseUrl, schema: read.name, max: 1, acquireTimeoutMs: 300 });
+    // The API's own pool: one connection, a short wait for it (long enough to open it and run the
+    // status's five queries one after another on a loaded machine).
+    pool = createPool({ databaseUrl: stackEnv().databaseUrl, schema: read.name, max: 1, acquireTimeoutMs: 2_000 });
     stack.defer(() => pool.end());
     const api = await startApi(stack, pool, { plans: ['enterprise'], listen: true });
     base = api.origin as string;

@@ -99,6 +99,25 @@ describe('VersionedCache', () => {
     expect(builds).toBe(2);
   });
 
+  it('does not count the time a build spent queued (a whole-read slot) as its cost', async () => {
+    let version = 1;
+    const cache = new VersionedCache<{ queuedMs: number }>(
+      () => version,
+      0,
+      undefined,
+      4,
+      (v) => v.queuedMs,
+    );
+    // 80 ms in all, 70 of them queued: its cost is ~10 ms, kept ~40 ms, not ~320.
+    const build = async () => {
+      await new Promise((r) => setTimeout(r, 80));
+      return { queuedMs: 70 };
+    };
+    await cache.get('list', build);
+    version = 2;
+    expect(cache.ahead('list', build)).toBeLessThanOrEqual(100);
+  });
+
   it('an outer value built from fresh inner values carries the data of its version', async () => {
     let version = 1;
     let rows = 0;

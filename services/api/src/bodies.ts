@@ -149,6 +149,8 @@ export class VersionedCache<T> {
      * share of the process (1 / (1 + costFactor)) instead of all of it.
      */
     private readonly costFactor = 0,
+    /** Of a build's time, the part it spent queued (not its cost: slots.ts). @default none */
+    private readonly queuedMs: (value: T) => number = () => 0,
   ) {}
 
   /** How long a value must be kept before it is rebuilt: minAgeMs, or longer after a costly build. */
@@ -202,7 +204,7 @@ export class VersionedCache<T> {
       p = build(e?.value)
         .then((value) => {
           const at = Date.now();
-          this.entries.set(name, { value, version: v, derived: d, at, cost: at - started });
+          this.entries.set(name, { value, version: v, derived: d, at, cost: at - started - this.queuedMs(value) });
           return value;
         })
         .finally(() => this.building.delete(name));

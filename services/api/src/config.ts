@@ -3,48 +3,55 @@ import { z } from 'zod';
 
 const schemaName = z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/);
 
-export const apiConfigSchema = z.object({
-  ...commonEnv,
-  API_HOST: z.string().default('127.0.0.1').describe('interface to listen on'),
-  API_PORT: intFromEnv(0, 65_535).default(8080).describe('HTTP port'),
-  DATABASE_SCHEMA: schemaName.default('readmodel').describe("the materializer's read-model schema"),
-  KEYS_SCHEMA: schemaName.default('api').describe('schema of the API keys (never replayed or swapped)'),
-  REDIS_URL: z
-    .string()
-    .url()
-    .optional()
-    .describe('shared rate limits across API processes (e.g. redis://127.0.0.1:6379); unset: in memory'),
-  STALE_GRACE_S: intFromEnv(0, 86_400)
-    .default(60)
-    .describe(
-      '/v1/status: a kind is stale when its last complete cycle was applied over 2 × its refresh interval + this ago',
-    ),
-  MATERIALIZER_DEAD_AFTER_S: intFromEnv(5, 3_600)
-    .default(30)
-    .describe('/v1/status: a materializer whose heartbeat is older is dead (it beats every 5 s)'),
-  PIPELINE_STALL_AFTER_S: intFromEnv(10, 86_400)
-    .default(90)
-    .describe('/v1/status: no batch committed by any materializer for this long means the pipeline stalled'),
-  DERIVED_MAX_LAG_MS: intFromEnv(0, 300_000)
-    .default(15_000)
-    .describe(
-      'how long cached answers may lag behind derived values (statistics, liquidity, market cap) that every cycle marker recomputes; price changes and removals are not delayed',
-    ),
-  DB_POOL_SIZE: intFromEnv(1, 100).default(8).describe('PostgreSQL connections for reads'),
-  WHOLE_READS_AT_ONCE: intFromEnv(1, 64)
-    .default(2)
-    .describe(
-      'whole-marketplace reads at once (list bodies built or rebuilt, catalogue shards): the others wait their turn, patches never do; keeps read connections free and one heap of rows at a time',
-    ),
-  DB_ACQUIRE_TIMEOUT_MS: intFromEnv(1, 600_000)
-    .default(10_000)
-    .describe('the longest a request waits for a free read connection before it is answered 503 (busy)'),
-  AUTH_FAILURES_PER_MINUTE: intFromEnv(1, 1_000_000)
-    .default(60)
-    .describe('failed authentications a client address may have per minute before its requests get 429'),
-  METRICS_HOST: z.string().default('127.0.0.1').describe('where /metrics listens (never the public port)'),
-  METRICS_PORT: intFromEnv(0, 65_535).optional().describe('Prometheus /metrics port; unset: no endpoint'),
-});
+export const apiConfigSchema = z
+  .object({
+    ...commonEnv,
+    API_HOST: z.string().default('127.0.0.1').describe('interface to listen on'),
+    API_PORT: intFromEnv(0, 65_535).default(8080).describe('HTTP port'),
+    DATABASE_SCHEMA: schemaName.default('readmodel').describe("the materializer's read-model schema"),
+    KEYS_SCHEMA: schemaName.default('api').describe('schema of the API keys (never replayed or swapped)'),
+    REDIS_URL: z
+      .string()
+      .url()
+      .optional()
+      .describe('shared rate limits across API processes (e.g. redis://127.0.0.1:6379); unset: in memory'),
+    STALE_GRACE_S: intFromEnv(0, 86_400)
+      .default(60)
+      .describe(
+        '/v1/status: a kind is stale when its last complete cycle was applied over 2 × its refresh interval + this ago',
+      ),
+    MATERIALIZER_DEAD_AFTER_S: intFromEnv(5, 3_600)
+      .default(30)
+      .describe('/v1/status: a materializer whose heartbeat is older is dead (it beats every 5 s)'),
+    PIPELINE_STALL_AFTER_S: intFromEnv(10, 86_400)
+      .default(90)
+      .describe('/v1/status: no batch committed by any materializer for this long means the pipeline stalled'),
+    DERIVED_MAX_LAG_MS: intFromEnv(0, 300_000)
+      .default(15_000)
+      .describe(
+        'how long cached answers may lag behind derived values (statistics, liquidity, market cap) that every cycle marker recomputes; price changes and removals are not delayed',
+      ),
+    DB_POOL_SIZE: intFromEnv(1, 100).default(8).describe('PostgreSQL connections for reads'),
+    WHOLE_READS_AT_ONCE: intFromEnv(1, 64)
+      .default(2)
+      .describe(
+        'whole-marketplace reads at once (list bodies built or rebuilt, catalogue shards): the others wait their turn, patches never do; keeps read connections free and one heap of rows at a time',
+      ),
+    DB_ACQUIRE_TIMEOUT_MS: intFromEnv(1, 600_000)
+      .default(10_000)
+      .describe('the longest a request waits for a free read connection before it is answered 503 (busy)'),
+    AUTH_FAILURES_PER_MINUTE: intFromEnv(1, 1_000_000)
+      .default(60)
+      .describe('failed authentications a client address may have per minute before its requests get 429'),
+    METRICS_HOST: z.string().default('127.0.0.1').describe('where /metrics listens (never the public port)'),
+    METRICS_PORT: intFromEnv(0, 65_535).optional().describe('Prometheus /metrics port; unset: no endpoint'),
+  })
+  .refine((c) => c.WHOLE_READS_AT_ONCE < c.DB_POOL_SIZE, {
+    // Whole reads holding every read connection is what the slots are for: status, patches and
+    // one item's reads must always find one.
+    message: 'WHOLE_READS_AT_ONCE must be below DB_POOL_SIZE',
+    path: ['WHOLE_READS_AT_ONCE'],
+  });
 export type ApiConfig = z.infer<typeof apiConfigSchema>;
 
 export const MIGRATIONS_DIR = new URL('../migrations/', import.meta.url).pathname;

@@ -328,6 +328,8 @@ interface ListState {
   liquidity: { snapshot: string; at: number; derived: number };
   /** The resets count (untagged notifications, reconnections) as of the last full build. */
   resets: number;
+  /** How long this refresh waited for a whole-read slot (a patch: 0). */
+  queuedMs: number;
 }
 
 /**
@@ -409,6 +411,8 @@ export class ListBodyCache {
       minAgeMs,
       undefined,
       COST_FACTOR,
+      // A list that waited for a whole-read slot is not held back for that wait as well.
+      (state) => state.queuedMs,
     );
   }
 
@@ -514,19 +518,26 @@ export class ListBodyCache {
         this.observe(name, 'patch', took(), changes.length);
         if (!scores && moved && lagMs !== undefined) this.owe(name, owed.at + lagMs);
         this.lookAgain();
-        return { ...previous, snapshot, liquidity: scores ? { snapshot, at: Date.now(), derived } : owed };
+        return {
+          ...previous,
+          snapshot,
+          liquidity: scores ? { snapshot, at: Date.now(), derived } : owed,
+          queuedMs: 0,
+        };
       }
       how = 'refused';
     }
+    const asked = performance.now();
     const build = async () => {
+      const queuedMs = performance.now() - asked;
       const { snapshot, rows } = await source.full();
-      return { snapshot, list: await SegmentedList.build(rows), rows: rows.length };
+      return { snapshot, list: await SegmentedList.build(rows), rows: rows.length, queuedMs };
     };
-    const { snapshot, list, rows } = await (this.builds ? this.builds.run(build) : build());
+    const { snapshot, list, rows, queuedMs } = await (this.builds ? this.builds.run(build) : build());
     this.refreshes.rebuilds++;
     this.observe(name, how, took(), rows);
     this.lookAgain();
-    return { list, snapshot, liquidity: { snapshot, at: Date.now(), derived }, resets };
+    return { list, snapshot, liquidity: { snapshot, at: Date.now(), derived }, resets, queuedMs };
   }
 
   /** The list's scores fall due at `at`: it is refreshed then, even if nothing else moves. */

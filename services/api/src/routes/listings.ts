@@ -82,10 +82,9 @@ export function registerListingRoutes(app: FastifyInstance, ctx: RouteContext): 
     },
     async (req, reply) => {
       const { market } = req.params;
-      const { market_hash_name: name, float } = req.query;
-      const read = () => ctx.read.floatBuyorders(market, name, float);
-      // Every order of the marketplace is a whole read; one item's are not.
-      const data = await (name ? read() : wholeRead(ctx, read));
+      // Not in a whole-read slot: this answer is not cached, so every request would queue one
+      // (a burst of them ahead of the lists' builds); the pool's wait bounds it instead.
+      const data = await ctx.read.floatBuyorders(market, req.query.market_hash_name, req.query.float);
       return sendObject(reply, { data, source: getMarket(market).label, ...keyFieldsOf(req) });
     },
   );
