@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { combine, itemsJson, type CatalogueShard } from '../catalogue.js';
 import { parseMarkets } from '../params.js';
-import { marketsQuery, nameQuery, wholeRead, type RouteContext } from './context.js';
+import { marketsQuery, nameQuery, type RouteContext } from './context.js';
 import { CATALOGUE_MARKETS, CATALOGUE_SLUGS, LISTING_MARKETS, slugs } from './exposure.js';
 import { catalogueAnswer, closed, keyFields, oneShapeOf, responses, searchRowSchema } from './schemas.js';
 import { envelopeTail, keyOf, sendBody, sendJson } from './send.js';
@@ -60,7 +60,7 @@ export function registerCatalogueRoutes(app: FastifyInstance, ctx: RouteContext)
       // Fresh: these shards are built into bodies stored under the current version.
       shards.push({
         market,
-        shard: await ctx.catalogues.fresh(market, () => wholeRead(ctx, () => ctx.read.catalogue(market))),
+        shard: await ctx.catalogues.fresh(market, () => ctx.wholeReads.run(() => ctx.read.catalogue(market))),
       });
     return shards;
   };

@@ -21,8 +21,12 @@ export interface RouteContext {
   answers: AnswerCache;
   /** Per marketplace and for all of them combined ('*'), the catalogue of the current version. */
   catalogues: VersionedCache<CatalogueShard>;
-  /** Whole-marketplace reads at once (slots.ts): catalogue shards share them with list builds. @default no limit */
-  wholeReads?: Slots;
+  /**
+   * Whole-marketplace reads at once (slots.ts), shared with the list bodies' builds. Never around
+   * something that takes a slot itself (a combined catalogue is built from shards that do): with
+   * one slot it would wait for itself.
+   */
+  wholeReads: Slots;
   status?: StatusOptions;
 }
 
@@ -46,12 +50,3 @@ export const marketsQuery = (markets: readonly Market[]): TSchema =>
 /** An exact item name. */
 export const nameQuery = (description = 'exact name') =>
   Type.String({ minLength: 1, maxLength: 300, pattern: '\\S', description });
-
-/**
- * `read` in one of the whole-marketplace read slots (slots.ts). Never around something that takes
- * a slot itself (a combined catalogue is built from shards that do): with one slot it would wait
- * for itself.
- */
-export function wholeRead<T>(ctx: RouteContext, read: () => Promise<T>): Promise<T> {
-  return ctx.wholeReads ? ctx.wholeReads.run(read) : read();
-}

@@ -2,7 +2,7 @@
 import { getMarket, type MarketSlug } from '@skinprices/domain';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { marketPath, wholeRead, type RouteContext } from './context.js';
+import { marketPath, type RouteContext } from './context.js';
 import { FLOAT_RANGED_MARKETS, slugs } from './exposure.js';
 import { envelope, FloatRangedRow, responses } from './schemas.js';
 import { envelopeTail, keyOf, sendBody } from './send.js';
@@ -27,7 +27,7 @@ export function registerFloatRangedRoutes(app: FastifyInstance, ctx: RouteContex
       const { market } = req.query;
       const body = await ctx.bodies.get(
         `float-ranged:${market ?? '*'}`,
-        async () => `{"data":${JSON.stringify(await wholeRead(ctx, () => ctx.read.floatRanged(market)))}`,
+        async () => `{"data":${JSON.stringify(await ctx.wholeReads.run(() => ctx.read.floatRanged(market)))}`,
       );
       return sendBody(
         req,

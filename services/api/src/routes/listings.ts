@@ -7,7 +7,7 @@ import { getMarket, type MarketSlug } from '@skinprices/domain';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { ListRow } from '../list-body.js';
-import { marketPath, nameQuery, wholeRead, type RouteContext } from './context.js';
+import { marketPath, nameQuery, type RouteContext } from './context.js';
 import { BUYORDER_MARKETS, FLOAT_BUYORDER_MARKETS, LIST_MARKETS, slugs } from './exposure.js';
 import { buyorderRowSchema, envelope, FloatBuyorderRow, listingRowSchema, oneShapeOf, responses } from './schemas.js';
 import { envelopeTail, keyFieldsOf, keyOf, sendBody, sendObject } from './send.js';
@@ -58,7 +58,7 @@ export function registerListingRoutes(app: FastifyInstance, ctx: RouteContext): 
       const { market } = req.params;
       const body = await ctx.bodies.get(
         `buyorders:${market}`,
-        async () => `{"data":${JSON.stringify(await wholeRead(ctx, () => ctx.read.buyorders(market)))}`,
+        async () => `{"data":${JSON.stringify(await ctx.wholeReads.run(() => ctx.read.buyorders(market)))}`,
       );
       return sendBody(req, reply, body, envelopeTail(keyOf(req), getMarket(market).label, body.builtAt));
     },

@@ -6,7 +6,7 @@
 import { getMarket, type MarketSlug } from '@skinprices/domain';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { marketPath, nameQuery, wholeRead, type RouteContext } from './context.js';
+import { marketPath, nameQuery, type RouteContext } from './context.js';
 import { STORE_MARKETS } from './exposure.js';
 import { envelope, responses, StoreRow } from './schemas.js';
 import { envelopeTail, keyFieldsOf, keyOf, sendBody, sendObject } from './send.js';
@@ -32,7 +32,7 @@ export function registerStoreRoutes(app: FastifyInstance, ctx: RouteContext): vo
       }
       const body = await ctx.bodies.get(
         `order-book:${market}`,
-        async () => `{"data":${JSON.stringify(await wholeRead(ctx, () => ctx.read.store(market)))}`,
+        async () => `{"data":${JSON.stringify(await ctx.wholeReads.run(() => ctx.read.store(market)))}`,
       );
       return sendBody(req, reply, body, envelopeTail(keyOf(req), getMarket(market).label, body.builtAt));
     },
