@@ -4,6 +4,7 @@ import {
   comparePrices,
   Dec,
   fromMinorUnits,
+  minorUnitsToFixed,
   mean,
   normalizePrice,
   parseDecimal,
@@ -113,6 +114,36 @@ describe('fromMinorUnits', () => {
         expect(BigInt(s.replace('.', ''))).toBe(cents);
       }),
     );
+  });
+});
+
+describe('minorUnitsToFixed', () => {
+  const viaDecimal = (u: bigint | string | number) => toFixedString(fromMinorUnits(u));
+  it('gives what the Decimal path gives, for every input type (property)', () => {
+    const units = fc.oneof(
+      fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }),
+      fc.integer({ min: -1_000_000, max: 1_000_000 }),
+      fc.maxSafeInteger(),
+      fc.bigInt({ min: -(10n ** 25n), max: 10n ** 25n }).map(String),
+      fc
+        .tuple(fc.constantFrom('', '+', '-', '0', '-00', '+000'), fc.stringMatching(/^\d{1,12}$/))
+        .map(([a, b]) => a + b),
+    );
+    fc.assert(
+      fc.property(units, (u) => {
+        expect(minorUnitsToFixed(u)).toBe(viaDecimal(u));
+      }),
+    );
+  });
+  it('edge cases: zero, one minor unit, leading zeros, the largest safe number', () => {
+    for (const u of [0, -0, 1, -1, 99, 100, '007', '-0', '+5', Number.MAX_SAFE_INTEGER, 0n])
+      expect(minorUnitsToFixed(u)).toBe(viaDecimal(u));
+    expect(minorUnitsToFixed(5)).toBe('0.05');
+  });
+  it('refuses what fromMinorUnits refuses', () => {
+    expect(code(() => minorUnitsToFixed(1.5))).toBe('invalid_decimal');
+    expect(code(() => minorUnitsToFixed(2 ** 60))).toBe('invalid_decimal');
+    expect(code(() => minorUnitsToFixed('12.5'))).toBe('invalid_decimal');
   });
 });
 

@@ -62,6 +62,26 @@ export function fromMinorUnits(units: bigint | string | number, scale = PRICE_SC
   return new Dec(digits).dividedBy(new Dec(10).pow(scale));
 }
 
+/**
+ * Integer minor units → the fixed-point string of PRICE_SCALE digits that
+ * `toFixedString(fromMinorUnits(units))` gives, by placing the point among the digits: no Decimal
+ * (~3 µs each), and the pollers convert a price per upstream row. Any sign and zero included; a
+ * non-integer or unsafe number is refused as fromMinorUnits refuses it.
+ */
+export function minorUnitsToFixed(units: bigint | string | number): string {
+  let digits: string;
+  if (typeof units === 'number' && Number.isSafeInteger(units)) digits = String(units);
+  else if (typeof units === 'bigint') digits = units.toString();
+  else if (typeof units === 'string' && /^[+-]?\d+$/.test(units)) digits = units;
+  else return toFixedString(fromMinorUnits(units));
+  const negative = digits.startsWith('-');
+  digits = digits.replace(/^[+-]/, '').replace(/^0+(?=\d)/, '');
+  if (/^0*$/.test(digits)) return `0.${'0'.repeat(PRICE_SCALE)}`;
+  const padded = digits.padStart(PRICE_SCALE + 1, '0');
+  const point = padded.length - PRICE_SCALE;
+  return `${negative ? '-' : ''}${padded.slice(0, point)}.${padded.slice(point)}`;
+}
+
 /** Fixed-point string with exactly `scale` digits, rounded half-up. */
 export function toFixedString(value: Dec, scale = PRICE_SCALE): string {
   const s = value.toFixed(scale);

@@ -1,7 +1,8 @@
 import { getMarket } from '@skinprices/domain';
+import fc from 'fast-check';
 import type { ListingRow } from '@skinprices/marketplaces';
 import { describe, expect, it } from 'vitest';
-import { removalOf, toEvent } from './events.js';
+import { removalOf, sameRow, toEvent } from './events.js';
 
 const row = (over: Partial<ListingRow> = {}): ListingRow => ({
   market_hash_name: 'AK-47 | Redline (Field-Tested)',
@@ -44,5 +45,48 @@ describe('toEvent: item_page_url on listing events', () => {
 
   it('stays null when the template needs an id the row lacks', () => {
     expect(toEvent('LISTINGS', getMarket('cn-c'), row(), 1, 'c1')).toMatchObject({ item_page_url: null });
+  });
+});
+
+describe('sameRow: what JSON.stringify of each compared, without the strings', () => {
+  const json = fc.letrec((tie) => ({
+    value: fc.oneof(
+      { depthSize: 'small' },
+      fc.string(),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(null),
+      fc.array(tie('value'), { maxLength: 3 }),
+      fc.dictionary(fc.constantFrom('a', 'b', 'price', 'count'), tie('value'), { maxKeys: 4 }),
+    ),
+  })).value;
+
+  // JSON.stringify with keys sorted: the rows of one adapter share one key order, and sameRow
+  // does not depend on it.
+  const canonical = (v: unknown): string =>
+    JSON.stringify(v, (_k, x: unknown) =>
+      x !== null && typeof x === 'object' && !Array.isArray(x)
+        ? Object.fromEntries(Object.entries(x).sort(([p], [q]) => (p < q ? -1 : 1)))
+        : x,
+    );
+
+  it('agrees with comparing JSON.stringify of each (property)', () => {
+    fc.assert(
+      fc.property(json, json, (a, b) => {
+        expect(sameRow(a, b)).toBe(canonical(a) === canonical(b));
+        expect(sameRow(a, structuredClone(a))).toBe(true);
+      }),
+    );
+  });
+
+  it('tells rows apart by any field, nested ones included, and treats undefined as absent', () => {
+    expect(sameRow(row(), row())).toBe(true);
+    expect(sameRow(row(), row({ price: '12.51' }))).toBe(false);
+    expect(sameRow(row(), row({ template_id: 0 }))).toBe(false);
+    expect(sameRow({ asks: [{ price: '1.00', count: 1 }] }, { asks: [{ price: '1.00', count: 2 }] })).toBe(false);
+    expect(sameRow({ asks: [] }, { asks: {} })).toBe(false);
+    expect(sameRow({ a: 1, b: undefined }, { a: 1 })).toBe(true);
+    expect(sameRow({ a: 1 }, { a: 1, b: null })).toBe(false);
+    expect(sameRow({ a: 1, b: 2 }, { b: 2, a: 1 })).toBe(true);
   });
 });

@@ -39,7 +39,7 @@ import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Admin, RecordMetadata } from 'kafkajs';
 import { aheadOne } from './ahead.js';
 import { cycleOutcome, endOffsetsFrom, removalsAllowed, type EndOffsets } from './cycle-end.js';
-import { eventOf, isDeltaKind, removalOf, rowKey, toEvent } from './events.js';
+import { eventOf, isDeltaKind, removalOf, rowKey, sameRow, toEvent } from './events.js';
 import { HistoryCursor, type HistoryWork } from './history-cursor.js';
 import type { PollerMetrics } from './metrics.js';
 import { CircuitBreaker, TokenBucket, withRetry } from './resilience.js';
@@ -114,10 +114,7 @@ export interface CycleResult {
   duplicates: number;
 }
 
-interface Emitted {
-  sig: string;
-  row: RowMap[Kind];
-}
+type Emitted = RowMap[Kind];
 
 class Job {
   state: JobState = 'idle';
@@ -383,12 +380,12 @@ export class Poller {
         const pageSeen: [string, Emitted][] = [];
         for (const row of page.rows) {
           const key = rowKey(kind, row);
-          const e: Emitted = { sig: JSON.stringify(row), row };
+          const e: Emitted = row;
           const before = seen.get(key);
           if (before) {
             // An exact repeat (paging overlap) is harmless; the same item with other data means
             // we cannot tell which is true, so the cycle is not clean.
-            if (before.sig === e.sig) {
+            if (sameRow(before, e)) {
               duplicates++;
               metrics.duplicates.inc(labels);
             } else {
@@ -400,7 +397,8 @@ export class Poller {
           }
           if (kind === 'SALES' && job.salesSeen.has(key)) continue;
           seen.set(key, e);
-          const repeat = job.last.get(key)?.sig === e.sig;
+          const last = job.last.get(key);
+          const repeat = last !== undefined && sameRow(last, e);
           if (repeat && !full) continue;
           const event = toEvent(kind, market, row, observedAt, cycleId);
           if (repeat && deferRepeats) {
@@ -431,9 +429,7 @@ export class Poller {
     const emptied = delta && !error && seen.size === 0 && job.last.size > 0;
     if (delta && removalsAllowed({ error: error ? describe(error) : null, rejected, emptied })) {
       const gone = [...job.last.entries()].filter(([k]) => !seen.has(k));
-      const removals = gone.map(([, e]) =>
-        toEvent(kind, market, removalOf(kind, e.row), client.upstreamNow(), cycleId),
-      );
+      const removals = gone.map(([, e]) => toEvent(kind, market, removalOf(kind, e), client.upstreamNow(), cycleId));
       try {
         if (removals.length > 0) {
           const res = await producer.send(codec, removals);
@@ -511,7 +507,7 @@ export class Poller {
   private advanceWindows(job: Job, kind: Kind, seen: Map<string, Emitted>, error: unknown): void {
     if (kind === 'SALES' && !error) {
       let newest = job.salesFrom ?? 0;
-      for (const e of seen.values()) newest = Math.max(newest, (e.row as RowMap['SALES']).sold_at);
+      for (const e of seen.values()) newest = Math.max(newest, (e as RowMap['SALES']).sold_at);
       job.salesFrom = Math.max(job.salesFrom ?? 0, newest - 60_000);
       if (job.salesSeen.size > 200_000) job.salesSeen.clear();
     }

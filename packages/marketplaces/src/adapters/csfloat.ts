@@ -37,6 +37,7 @@ import {
   CursorTrail,
   exteriorFrom,
   identity,
+  listingRow,
   LowestOffers,
   malformed,
   minorPrice,
@@ -122,14 +123,13 @@ export function parseListing(o: Obj): ListingRow | null {
     throw new AppError('invalid_item', `price: expected integer cents, got ${JSON.stringify(o.price)}`);
   const price = minorPrice(o, 'price', 1);
   if (price === null) throw new AppError('non_positive_price', 'listing without a price');
-  return {
-    ...id,
+  return listingRow(id, {
     exterior: exteriorFrom(optStr(item, 'wear_name'), name),
     price,
     count: 1,
     template_id: null,
     item_page_url: null,
-  };
+  });
 }
 
 interface CsfloatPage {

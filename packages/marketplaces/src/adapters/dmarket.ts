@@ -38,7 +38,7 @@
  * offer": an item without offers is simply absent, and the poller turns absence into a removal
  * only after a complete, clean cycle.
  */
-import { AppError, fromMinorUnits, getMarket, normalizePhase, normalizePrice, toFixedString } from '@skinprices/domain';
+import { AppError, getMarket, minorUnitsToFixed, normalizePhase, normalizePrice } from '@skinprices/domain';
 import type { Adapter, FetchContext, UpstreamLimits } from '../adapter.js';
 import {
   asObj,
@@ -46,6 +46,7 @@ import {
   CursorTrail,
   exteriorFrom,
   identity,
+  listingRow,
   int,
   LowestOffers,
   malformed,
@@ -121,7 +122,7 @@ function usdCents(o: Obj): string {
   if (typeof usd !== 'string' || !/^\d+$/.test(usd.trim()))
     throw new AppError('invalid_item', `price.USD: expected integer cents as a string, got ${JSON.stringify(usd)}`);
   // "0" is refused here (non_positive_price): an offer at no price is a broken upstream.
-  return normalizePrice(toFixedString(fromMinorUnits(usd.trim())), 'price.USD');
+  return normalizePrice(minorUnitsToFixed(usd.trim()), 'price.USD');
 }
 
 /** One offer → its item row with the offer's amount as count. Throws for an offer we refuse. */
@@ -136,15 +137,14 @@ export function parseOffer(o: Obj): ListingRow {
   if (phaseTitle !== null && normalizePhase(phaseTitle) !== id.phase)
     throw new AppError('invalid_phase', `phaseTitle '${phaseTitle}' contradicts phase '${String(extra.phase)}'`);
   checkCategory(extra, id.stattrak, id.souvenir);
-  return {
-    ...id,
+  return listingRow(id, {
     exterior: exteriorFrom(optStr(extra, 'exterior'), name),
     price: usdCents(o),
     // One CS2 item per offer; `amount` says so, and a stack would count as many.
     count: int(o, 'amount', 1),
     template_id: null,
     item_page_url: null,
-  };
+  });
 }
 
 interface DmarketPage {

@@ -8,6 +8,7 @@ import {
   exteriorFrom,
   floatValue,
   identity,
+  listingRow,
   int,
   malformed,
   minorPrice,
@@ -44,14 +45,13 @@ const PARSERS: { [K in Kind]?: (o: Obj) => RowMap[K] | RowMap[K][] } = {
   LISTINGS: (o) => {
     const count = int(o, 'sell_num');
     const id = ident(o);
-    return {
-      ...id,
+    return listingRow(id, {
       exterior: exteriorFrom(optStr(o, 'exterior'), id.market_hash_name),
       price: minorPrice(o, 'sell_min_price_fen', count),
       count,
       template_id: int(o, 'template_id', 1),
       item_page_url: null,
-    };
+    });
   },
   BUYORDERS: (o) => {
     const count = int(o, 'buy_num');
@@ -92,8 +92,10 @@ const PARSERS: { [K in Kind]?: (o: Obj) => RowMap[K] | RowMap[K][] } = {
     const quantity = int(o, 'num', 1);
     const price = minorPrice(o, 'price_fen', quantity);
     if (price === null) throw new AppError('non_positive_price', 'price_fen missing');
+    const { market_hash_name, phase } = ident(o);
     return {
-      ...(({ market_hash_name, phase }) => ({ market_hash_name, phase }))(ident(o)),
+      market_hash_name,
+      phase,
       order_id: str(o, 'order_id'),
       price,
       quantity,
@@ -105,9 +107,11 @@ const PARSERS: { [K in Kind]?: (o: Obj) => RowMap[K] | RowMap[K][] } = {
   SALES: (o) => {
     const price = minorPrice(o, 'price_fen', 1);
     if (price === null) throw new AppError('non_positive_price', 'price_fen missing');
+    const { market_hash_name, phase } = ident(o);
     return {
       sale_id: str(o, 'id'),
-      ...(({ market_hash_name, phase }) => ({ market_hash_name, phase }))(ident(o)),
+      market_hash_name,
+      phase,
       price,
       sold_at: timeFromSeconds(o, 'sold_at'),
       float_value: floatValue(o, 'float_value'),

@@ -12,6 +12,7 @@ import {
   exteriorFrom,
   floatValue,
   identity,
+  listingRow,
   int,
   malformed,
   optInt,
@@ -60,10 +61,6 @@ function phaseOf(o: Obj): PhaseOrNone {
   return phase;
 }
 
-function nameAndPhase(o: Obj): { market_hash_name: string; phase: PhaseOrNone } {
-  return { market_hash_name: str(o, 'market_hash_name'), phase: phaseOf(o) };
-}
-
 const PARSERS: { [K in Kind]?: (o: Obj) => RowMap[K] } = {
   LISTINGS: (o) => {
     const name = str(o, 'market_hash_name');
@@ -74,15 +71,14 @@ const PARSERS: { [K in Kind]?: (o: Obj) => RowMap[K] } = {
     const count = int(o, 'sell_num');
     if (price === null && count > 0)
       throw new AppError('invalid_item', 'sell_min_price missing for an item with listings');
-    return {
-      ...id,
+    return listingRow(id, {
       phase: phaseOf(o),
       exterior: exteriorFrom(wear, name),
       price,
       count,
       template_id: int(o, 'id', 1),
       item_page_url: null,
-    };
+    });
   },
   BUYORDERS: (o) => {
     const full = str(o, 'market_hash_name');
@@ -102,7 +98,8 @@ const PARSERS: { [K in Kind]?: (o: Obj) => RowMap[K] } = {
     const count = int(o, 'sell_num');
     const labels = asObj(o.tag_names ?? {}, 'tag_names');
     return {
-      ...nameAndPhase(o),
+      market_hash_name: str(o, 'market_hash_name'),
+      phase: phaseOf(o),
       float_min: floatValue(o, 'float_min') ?? '0',
       float_max: floatValue(o, 'float_max') ?? '1',
       first_price: decimalPrice(o, 'first_price', count),
@@ -117,7 +114,8 @@ const PARSERS: { [K in Kind]?: (o: Obj) => RowMap[K] } = {
     const price = decimalPrice(o, 'price');
     if (price === null) throw new AppError('non_positive_price', 'price missing');
     return {
-      ...nameAndPhase(o),
+      market_hash_name: str(o, 'market_hash_name'),
+      phase: phaseOf(o),
       order_id: str(o, 'id'),
       price,
       quantity: int(o, 'num', 1),
@@ -133,7 +131,8 @@ const PARSERS: { [K in Kind]?: (o: Obj) => RowMap[K] } = {
     const info = asObj(asset.info ?? {}, 'asset_info.info');
     return {
       sale_id: str(o, 'id'),
-      ...nameAndPhase(o),
+      market_hash_name: str(o, 'market_hash_name'),
+      phase: phaseOf(o),
       price,
       sold_at: timeFromSeconds(o, 'transact_time'),
       float_value: floatValue(asset, 'paintwear'),

@@ -1,7 +1,17 @@
 /** EU-A: one document keyed by name; variants per phase; wear in upper case. */
 import { AppError } from '@skinprices/domain';
 import type { Adapter, FetchContext } from '../adapter.js';
-import { asArray, asObj, collect, decimalPrice, exteriorFrom, identity, int, optStr } from '../normalize.js';
+import {
+  asArray,
+  asObj,
+  collect,
+  decimalPrice,
+  exteriorFrom,
+  identity,
+  listingRow,
+  int,
+  optStr,
+} from '../normalize.js';
 import type { Kind, Page } from '../rows.js';
 
 export const priceMapAdapter: Adapter = {
@@ -25,14 +35,13 @@ export const priceMapAdapter: Adapter = {
       const count = int(o, 'qty');
       const price = decimalPrice(o, 'min_price', count);
       const id = identity(name, optStr(o, 'phase'));
-      return {
-        ...id,
+      return listingRow(id, {
         exterior: exteriorFrom(optStr(o, 'exterior'), name),
         price,
         count,
         template_id: null,
         item_page_url: null,
-      } as Page<K>['rows'][number];
+      }) as Page<K>['rows'][number];
     });
   },
 };

@@ -5,7 +5,18 @@
  */
 import { AppError, PHASES, type PhaseOrNone } from '@skinprices/domain';
 import type { Adapter, FetchContext } from '../adapter.js';
-import { asArray, asObj, collect, decimalPrice, identity, int, LowestOffers, malformed, str } from '../normalize.js';
+import {
+  asArray,
+  asObj,
+  collect,
+  decimalPrice,
+  identity,
+  listingRow,
+  int,
+  LowestOffers,
+  malformed,
+  str,
+} from '../normalize.js';
 import type { Kind, Page, Rejected } from '../rows.js';
 
 const PAGE = 5000;
@@ -45,7 +56,7 @@ export const rawListingsAdapter: Adapter = {
         const { name, phase } = splitPhase(str(o, 'name'));
         const price = decimalPrice(o, 'price');
         if (price === null) throw new AppError('non_positive_price', 'listing without a price');
-        return { ...identity(name, phase), price, count: 1, template_id: null, item_page_url: null };
+        return listingRow(identity(name, phase), { price, count: 1, template_id: null, item_page_url: null });
       });
       rejected.push(...parsed.rejected);
       for (const row of parsed.rows) best.add(row);

@@ -29,7 +29,7 @@ import {
   type PhaseOrNone,
 } from '@skinprices/domain';
 import type { Adapter, FetchContext, UpstreamLimits } from '../adapter.js';
-import { asObj, collect, identity, int, malformed, optStr, str, type Obj } from '../normalize.js';
+import { asObj, collect, identity, listingRow, int, malformed, optStr, str, type Obj } from '../normalize.js';
 import type { Kind, ListingRow, Page, Rejected, RowMap } from '../rows.js';
 
 /** Counter-Strike 2 on Skinport (Steam's app id). */
@@ -165,13 +165,12 @@ export function parseSkinportItem(raw: unknown, currency: Currency): SkinportIte
  * all its phases (the lowest of them, all listings counted), so its row has phase ''.
  */
 export function skinportListing(item: SkinportItem): ListingRow {
-  return {
-    ...identity(item.market_hash_name, null),
+  return listingRow(identity(item.market_hash_name, null), {
     price: item.quantity === 0 ? null : item.min_price,
     count: item.quantity,
     template_id: null,
     item_page_url: item.item_page,
-  };
+  });
 }
 
 export const skinportAdapter: Adapter = {

@@ -43,7 +43,7 @@
  */
 import {
   AppError,
-  fromMinorUnits,
+  minorUnitsToFixed,
   getMarket,
   normalizePrice,
   parseDecimal,
@@ -51,7 +51,7 @@ import {
   type Currency,
 } from '@skinprices/domain';
 import type { Adapter, FetchContext, UpstreamLimits } from '../adapter.js';
-import { asObj, collect, identity, int, malformed, minorPrice, str, type Obj } from '../normalize.js';
+import { asObj, collect, identity, listingRow, int, malformed, minorPrice, str, type Obj } from '../normalize.js';
 import type { Kind, ListingRow, Page, RowMap } from '../rows.js';
 
 export const STEAM_SEARCH_PATH = '/market/search/render/';
@@ -169,17 +169,16 @@ export function parseSteamResult(o: Obj, currency: Currency): ListingRow {
   const cents = int(o, 'sell_price');
   const text = str(o, 'sell_price_text');
   const shown = parseSteamPrice(text, currency);
-  if (shown !== toFixedString(fromMinorUnits(cents)))
+  if (shown !== minorUnitsToFixed(cents))
     throw refuse(`${name}: sell_price_text ${text} disagrees with sell_price ${cents}`);
   if (count === 0 && cents !== 0) throw refuse(`${name}: a price of ${text} with no listing`);
-  return {
-    ...identity(name, ''),
+  return listingRow(identity(name, ''), {
     // 0 with no listing is "no offer"; 0 with listings is refused there.
     price: minorPrice(o, 'sell_price', count),
     count,
     template_id: null,
     item_page_url: null,
-  };
+  });
 }
 
 /** The envelope of one search page; anything off is malformed, so the page is retried. */

@@ -7,6 +7,7 @@ import {
   collect,
   decimalPrice,
   identity,
+  listingRow,
   int,
   malformed,
   minorPrice,
@@ -31,13 +32,12 @@ const SPECS: { [K in Kind]?: { path: string; parse: (o: Obj) => RowMap[K] } } = 
     path: '/market/search/render',
     parse: (o) => {
       const count = int(o, 'sell_listings');
-      return {
-        ...identity(str(o, 'hash_name'), null),
+      return listingRow(identity(str(o, 'hash_name'), null), {
         price: minorPrice(o, 'sell_price', count),
         count,
         template_id: null,
         item_page_url: null,
-      };
+      });
     },
   },
   ORDER_BOOK: {

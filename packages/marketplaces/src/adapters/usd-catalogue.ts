@@ -8,6 +8,7 @@ import {
   exteriorFrom,
   floatValue,
   identity,
+  listingRow,
   int,
   malformed,
   minorPrice,
@@ -29,14 +30,13 @@ const PARSERS: { [K in Kind]?: { path: string; key: string; parse: (o: Obj) => R
       const name = str(o, 'market_hash_name');
       const count = int(o, 'quantity');
       const price = minorPrice(o, 'price_cents', count);
-      return {
-        ...identity(name, optStr(o, 'phase')),
+      return listingRow(identity(name, optStr(o, 'phase')), {
         exterior: exteriorFrom(optStr(o, 'exterior'), name),
         price,
         count,
         template_id: null,
         item_page_url: null,
-      };
+      });
     },
   },
   SALES: {
