@@ -198,8 +198,9 @@ async function platformRun(run: number): Promise<Run> {
     RUN_WARM: 'false',
     HISTORY_BACKFILL_DAYS: process.env.BENCH_HISTORY_DAYS ?? '30',
   };
-  // Every service of the platform inherits NODE_OPTIONS, so each writes its own profile.
-  if (args.profileDir) env.NODE_OPTIONS = `--cpu-prof --cpu-prof-dir=${args.profileDir}`;
+  // Every service writes its own profile (Node refuses --cpu-prof in NODE_OPTIONS: the supervisor
+  // passes it on each service's command line).
+  if (args.profileDir) env.SERVICE_CPU_PROF_DIR = args.profileDir;
   const spawned = performance.now();
   const logFile = process.env.BENCH_PLATFORM_LOG;
   const log = logFile ? openSync(logFile, 'a') : 'ignore';

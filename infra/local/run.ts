@@ -30,6 +30,10 @@ const schema = z.object({
   DATABASE_SCHEMA: z.string().default('readmodel'),
   KEYS_SCHEMA: z.string().default('api'),
   TOPIC_SUFFIX: z.string().default(''),
+  SERVICE_CPU_PROF_DIR: z
+    .string()
+    .default('')
+    .describe('when set, every service runs under --cpu-prof and writes its profile here on exit (bench --profile)'),
   DEMO_KEYS_FILE: z.string().default('.local/demo-keys.json'),
   POLL_LISTINGS_MS: intFromEnv(0, 86_400_000).default(0).describe('listing interval (0: the registry default, 5 min)'),
   HISTORY_BACKFILL_DAYS: intFromEnv(0, 400)
@@ -156,7 +160,10 @@ const build = buildDirectory('run-');
 process.on('exit', build.remove);
 const bundles = await buildServices(SERVICE_ENTRIES, build.dir);
 const bundle = (service: string) => bundles.get(`services/${service}/src/main.ts`) as string;
-const supervisor = new Supervisor({ policy: { ...DEFAULT_RESTART_POLICY, healthyMs: config.RESTART_HEALTHY_MS } });
+const supervisor = new Supervisor({
+  policy: { ...DEFAULT_RESTART_POLICY, healthyMs: config.RESTART_HEALTHY_MS },
+  nodeFlags: config.SERVICE_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${config.SERVICE_CPU_PROF_DIR}`] : [],
+});
 const common = {
   DATABASE_URL: config.DATABASE_URL,
   KAFKA_BROKERS: config.KAFKA_BROKERS,

@@ -51,6 +51,15 @@ describe('nodeArgs', () => {
     ]);
     expect(nodeArgs('services/api/src/main.ts')).toEqual(['--import', 'tsx', 'services/api/src/main.ts']);
   });
+
+  it("puts the supervisor's node flags (--cpu-prof, refused in NODE_OPTIONS) before the script's own", () => {
+    expect(nodeArgs('/b/api.mjs', ['--cpu-prof', '--cpu-prof-dir=/p'])).toEqual([
+      '--cpu-prof',
+      '--cpu-prof-dir=/p',
+      '--enable-source-maps',
+      '/b/api.mjs',
+    ]);
+  });
 });
 
 describe('Supervisor', () => {

@@ -41,6 +41,11 @@ export interface SupervisorOptions {
    * bundle, `node --import tsx <script>` for a TypeScript entry, in its own process group
    */
   launch: (spec: ServiceSpec) => ChildProcess;
+  /**
+   * Node flags before every service's own (the default launch only): `--cpu-prof` and its kin,
+   * which Node refuses in NODE_OPTIONS. @default none
+   */
+  nodeFlags: readonly string[];
 }
 
 interface Child {
@@ -51,12 +56,12 @@ interface Child {
 }
 
 /** How Node runs `script`: a bundle (build.ts) with its source maps, a TypeScript entry under tsx. */
-export function nodeArgs(script: string): string[] {
-  return script.endsWith('.ts') ? ['--import', 'tsx', script] : ['--enable-source-maps', script];
+export function nodeArgs(script: string, flags: readonly string[] = []): string[] {
+  return [...flags, ...(script.endsWith('.ts') ? ['--import', 'tsx', script] : ['--enable-source-maps', script])];
 }
 
-function launchNode(spec: ServiceSpec): ChildProcess {
-  return spawn(process.execPath, nodeArgs(spec.script), {
+function launchNode(spec: ServiceSpec, flags: readonly string[]): ChildProcess {
+  return spawn(process.execPath, nodeArgs(spec.script, flags), {
     env: { ...process.env, ...spec.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group: a terminal's Ctrl-C reaches only the supervisor, which then stops
@@ -77,7 +82,8 @@ export class Supervisor {
       write: (l) => process.stdout.write(`${l}\n`),
       policy: DEFAULT_RESTART_POLICY,
       now: Date.now,
-      launch: launchNode,
+      launch: (spec) => launchNode(spec, this.o.nodeFlags),
+      nodeFlags: [],
       ...options,
     };
     // Should the supervisor itself die, its detached services must not outlive it.
