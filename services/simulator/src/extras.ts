@@ -149,7 +149,7 @@ export class Extras {
   }
 
   buyOrders(market: MarketSlug, t: number): BuyOrderTruth[] {
-    return this.model.memo(`buyOrders:${market}`, t, () => this.buyOrdersNow(market, t));
+    return this.model.memo(market, 'buyOrders', t, () => this.buyOrdersNow(market, t), false);
   }
 
   private buyOrdersNow(market: MarketSlug, t: number): BuyOrderTruth[] {
@@ -199,7 +199,7 @@ export class Extras {
   }
 
   floatRanges(market: MarketSlug, t: number): FloatRangeTruth[] {
-    return this.model.memo(`floatRanges:${market}`, t, () => this.floatRangesNow(market, t));
+    return this.model.memo(market, 'floatRanges', t, () => this.floatRangesNow(market, t));
   }
 
   private floatRangesNow(market: MarketSlug, t: number): FloatRangeTruth[] {
@@ -231,7 +231,7 @@ export class Extras {
   }
 
   floatBuyOrders(market: MarketSlug, t: number): FloatBuyOrderTruth[] {
-    return this.model.memo(`floatBuyOrders:${market}`, t, () => this.floatBuyOrdersNow(market, t));
+    return this.model.memo(market, 'floatBuyOrders', t, () => this.floatBuyOrdersNow(market, t), false);
   }
 
   private floatBuyOrdersNow(market: MarketSlug, t: number): FloatBuyOrderTruth[] {
@@ -264,7 +264,7 @@ export class Extras {
 
   /** Completed sales with sold_at in [from, to). */
   sales(market: MarketSlug, from: number, to: number): SaleTruth[] {
-    return this.model.memo(`sales:${market}:${from}:${to}`, to, () => this.salesNow(market, from, to));
+    return this.model.memo(market, `sales:${from}:${to}`, to, () => this.salesNow(market, from, to));
   }
 
   private salesNow(market: MarketSlug, from: number, to: number): SaleTruth[] {
@@ -317,7 +317,7 @@ export class Extras {
   }
 
   orderBooks(market: MarketSlug, t: number): OrderBookTruth[] {
-    return this.model.memo(`orderBooks:${market}`, t, () => this.orderBooksNow(market, t));
+    return this.model.memo(market, 'orderBooks', t, () => this.orderBooksNow(market, t));
   }
 
   private orderBooksNow(market: MarketSlug, t: number): OrderBookTruth[] {

@@ -287,11 +287,11 @@ describe('MarketModel: caches while overrides exist', () => {
     const compute = () => ++computed;
     model.setOverride('cn-a', item, { priceMinor: 4_242, count: 1, from: T0 + 60_000 });
     // Before the override holds: one computation for every page of the bucket.
-    expect(model.memo('all', T0, compute)).toBe(1);
-    expect(model.memo('all', T0 + 30_000, compute)).toBe(1);
+    expect(model.memo('cn-a', 'all', T0, compute)).toBe(1);
+    expect(model.memo('cn-a', 'all', T0 + 30_000, compute)).toBe(1);
     // In force from T0 + 1 min, the same bucket: computed again, then cached again.
-    expect(model.memo('all', T0 + 90_000, compute)).toBe(2);
-    expect(model.memo('all', T0 + 120_000, compute)).toBe(2);
+    expect(model.memo('cn-a', 'all', T0 + 90_000, compute)).toBe(2);
+    expect(model.memo('cn-a', 'all', T0 + 120_000, compute)).toBe(2);
     const before = model.listings('cn-a', T0 + 30_000).find((l) => l.item.index === item.index);
     const after = model.listings('cn-a', T0 + 90_000);
     expect(before?.priceMinor).not.toBe(4_242);
@@ -300,6 +300,25 @@ describe('MarketModel: caches while overrides exist', () => {
     // A new override (a new set) is seen at once.
     model.setOverride('cn-a', item, { priceMinor: 5_353, count: 1, from: T0 + 60_000 });
     expect(model.listings('cn-a', T0 + 95_000).find((l) => l.item.index === item.index)?.priceMinor).toBe(5_353);
-    expect(model.memo('all', T0 + 120_000, compute)).toBe(3);
+    expect(model.memo('cn-a', 'all', T0 + 120_000, compute)).toBe(3);
+  });
+
+  it("one marketplace's overrides leave another's collections cached", () => {
+    const model = newModel();
+    const item = catalogue[0] as CatalogueItem;
+    let computed = 0;
+    const compute = () => ++computed;
+    expect(model.memo('cn-b', 'all', T0, compute)).toBe(1);
+    expect(model.memo('cn-a', 'all', T0, compute)).toBe(2);
+    model.setOverride('cn-a', item, { priceMinor: 4_242, count: 1, from: T0 });
+    expect(model.memo('cn-b', 'all', T0 + 1_000, compute)).toBe(1);
+    expect(model.memo('cn-a', 'all', T0 + 1_000, compute)).toBe(3);
+    model.clearOverrides();
+    expect(model.memo('cn-b', 'all', T0 + 2_000, compute)).toBe(1);
+    expect(model.memo('cn-a', 'all', T0 + 2_000, compute)).toBe(4);
+    // A collection that reads no listings (buy orders) stays cached through overrides.
+    expect(model.memo('cn-a', 'bids', T0 + 2_000, compute, false)).toBe(5);
+    model.setOverride('cn-a', item, { priceMinor: 5_353, count: 1, from: T0 });
+    expect(model.memo('cn-a', 'bids', T0 + 3_000, compute, false)).toBe(5);
   });
 });

@@ -88,7 +88,14 @@ export class MarketModel {
   private readonly overrides = new Map<string, Override & { market: MarketSlug; item: CatalogueItem }>();
   private readonly byIdentity: ReadonlyMap<string, CatalogueItem>;
   private readonly memos = new Map<string, unknown>();
-  private version = 0;
+  /**
+   * Per marketplace, moved by every change to its overrides: a marketplace's collections depend
+   * on its own overrides only, so a price change set on one must not make every other one
+   * recompute (one global version did: the benchmark's overrides, each invalidating every
+   * marketplace's buy orders, float ranges and order books, made the simulator the busiest
+   * process of the run, 130 CPU-s of a freshness phase).
+   */
+  private readonly versions = new Map<MarketSlug, number>();
   /** Row index of the first row of each name: phase rows of one name share the upstream ids. */
   readonly nameIndex: ReadonlyMap<string, number>;
   /** Snapshot cache per (market, bucket): pages of one poll cycle read the same state. */
@@ -185,7 +192,7 @@ export class MarketModel {
     // Merged once per (bucket, overrides set, overrides in force): every page of a cycle asks,
     // and a merge is a map and a sort of the whole market (a benchmark's overrides made the
     // simulator the busiest process of the machine it measures).
-    const mergedKey = `${key}:${this.version}:${active.length}`;
+    const mergedKey = `${key}:${this.versionOf(market)}:${active.length}`;
     const cached = this.merged.get(mergedKey);
     if (cached) return cached;
     const byIndex = new Map(snap.map((l) => [l.item.index, l]));
@@ -198,13 +205,17 @@ export class MarketModel {
     return merged;
   }
 
+  private versionOf(market: MarketSlug): number {
+    return this.versions.get(market) ?? 0;
+  }
+
   /**
-   * How many overrides are in force at `t`: an override holds from its `from` on, so for one set
-   * of overrides (one `version`) this count names exactly which are in force.
+   * How many of `market`'s overrides are in force at `t`: an override holds from its `from` on,
+   * so for one set of overrides (one version) this count names exactly which are in force.
    */
-  private inForce(t: number): number {
+  private inForce(market: MarketSlug, t: number): number {
     let n = 0;
-    for (const o of this.overrides.values()) if (t >= o.from) n++;
+    for (const o of this.overrides.values()) if (o.market === market && t >= o.from) n++;
     return n;
   }
 
@@ -216,23 +227,26 @@ export class MarketModel {
   /** Sets one item's state from `from` on (tests: "a price change upstream"). */
   setOverride(market: MarketSlug, item: CatalogueItem, override: Override): void {
     this.overrides.set(overrideKey(market, item.marketHashName, item.phase), { ...override, market, item });
-    this.version++;
+    this.versions.set(market, this.versionOf(market) + 1);
   }
 
   clearOverrides(): void {
+    for (const { market } of this.overrides.values()) this.versions.set(market, this.versionOf(market) + 1);
     this.overrides.clear();
-    this.version++;
   }
 
   /**
-   * Caches a derived collection (all buy orders, all raw listings …) per 10-minute bucket:
-   * the pages of one poll cycle then cost one computation instead of one per page. An override
-   * may come in force inside a bucket, so the key also names how many are in force (which, for
-   * one set of overrides, says which); not caching at all while overrides existed made every page
-   * recompute its whole collection.
+   * Caches a derived collection of `market` (all buy orders, all raw listings …) per 10-minute
+   * bucket: the pages of one poll cycle then cost one computation instead of one per page. An
+   * override may come in force inside a bucket, so the key also names how many of the
+   * marketplace's are in force (which, for one set of its overrides, says which); not caching at
+   * all while overrides existed made every page recompute its whole collection. `readsListings`
+   * false: the collection does not read listings (buy orders: bids follow the price level, not
+   * the lowest listing), so overrides never make it stale.
    */
-  memo<T>(name: string, t: number, compute: () => T): T {
-    const key = `${name}:${Math.floor(t / BUCKET_MS)}:${this.version}:${this.inForce(t)}`;
+  memo<T>(market: MarketSlug, name: string, t: number, compute: () => T, readsListings = true): T {
+    const overrides = readsListings ? `${this.versionOf(market)}:${this.inForce(market, t)}` : '-';
+    const key = `${market}:${name}:${Math.floor(t / BUCKET_MS)}:${overrides}`;
     let v = this.memos.get(key) as T | undefined;
     if (v === undefined) {
       v = compute();

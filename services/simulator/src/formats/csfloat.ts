@@ -228,7 +228,7 @@ function listings(ctx: SimContext, q: URLSearchParams): UpstreamResponse {
   const offset = rawCursor ? decodeCursor(rawCursor) : 0;
   if (offset === undefined) return badRequest('invalid cursor');
   const name = q.get('market_hash_name');
-  const all = ctx.model.memo(`csfloat:${ctx.market}`, ctx.clock.now(), () => expand(ctx));
+  const all = ctx.model.memo(ctx.market, 'csfloat', ctx.clock.now(), () => expand(ctx));
   const chosen = all.filter(
     (l) => (type === null || l.type === type) && (name === null || l.item.market_hash_name === name) && category(l),
   );

@@ -296,7 +296,7 @@ function marketItems(ctx: SimContext, q: URLSearchParams, options: DmarketOption
       return invalid(`offset paging ends after ${MAX_OFFSET_PAGES} pages: page with the cursor of the previous answer`);
   }
   const title = (q.get('title') ?? '').toLowerCase();
-  const all = gameId === 'a8db' ? ctx.model.memo(`dmarket:${ctx.market}`, ctx.clock.now(), () => expand(ctx)) : [];
+  const all = gameId === 'a8db' ? ctx.model.memo(ctx.market, 'dmarket', ctx.clock.now(), () => expand(ctx)) : [];
   const chosen = all.filter((o) => {
     const cents = BigInt(o.price.USD);
     // DMarket's title filter is loose: a part of the title matches.

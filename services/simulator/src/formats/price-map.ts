@@ -6,7 +6,7 @@ import { formatMinor } from '../model.js';
 import { ok, type Route, type SimContext } from './types.js';
 
 export const priceMapRoutes: Record<string, Route> = {
-  '/api/v1/prices': (ctx) => ok(ctx.model.memo(`price-map:${ctx.market}`, ctx.clock.now(), () => build(ctx))),
+  '/api/v1/prices': (ctx) => ok(ctx.model.memo(ctx.market, 'price-map', ctx.clock.now(), () => build(ctx))),
 };
 
 function build(ctx: SimContext): unknown {

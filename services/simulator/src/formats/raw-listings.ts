@@ -11,7 +11,7 @@ export const rawListingsRoutes: Record<string, Route> = {
     const offset = intParam(q, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
     const limit = intParam(q, 'limit', 1000, 1, 5000);
     if (Number.isNaN(offset) || Number.isNaN(limit)) return badRequest('offset and limit must be integers');
-    const all = ctx.model.memo(`raw-listings:${ctx.market}`, ctx.clock.now(), () => expand(ctx));
+    const all = ctx.model.memo(ctx.market, 'raw-listings', ctx.clock.now(), () => expand(ctx));
     return ok({ total: all.length, offset, limit, listings: all.slice(offset, offset + limit) });
   },
 };

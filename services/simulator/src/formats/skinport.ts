@@ -231,7 +231,7 @@ export const skinportRoutes: Record<string, Route> = {
       return error(400, `tradable: expected a boolean, got ${tradable}`);
     if ((q.get('app_id') ?? CS2) !== CS2) return brotli([]);
     const t = skinportSnapshotAt(ctx.clock.now());
-    return brotli(ctx.model.memo(`skinport-items:${ctx.market}:${t}`, t, () => items(ctx, t)));
+    return brotli(ctx.model.memo(ctx.market, `skinport-items:${t}`, t, () => items(ctx, t)));
   },
   '/v1/sales/history': (ctx, q, req) => {
     const refused = refuse(ctx, q, req.headers);

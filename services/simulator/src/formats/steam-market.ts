@@ -81,7 +81,7 @@ interface SteamItem {
 
 function steamItems(ctx: SimContext): SteamItem[] {
   const now = ctx.clock.now();
-  return ctx.model.memo(`steam-market:${ctx.market}`, now, () => {
+  return ctx.model.memo(ctx.market, 'steam-market', now, () => {
     const byName = new Map<string, SteamItem>();
     for (const l of ctx.model.listings(ctx.market, now)) {
       const name = l.item.marketHashName;
