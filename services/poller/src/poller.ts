@@ -220,8 +220,22 @@ export class Poller {
           )
       : own;
     this.stopCtl.signal.addEventListener('abort', () => listingsDone(), { once: true });
-    for (const job of this.jobs)
-      job.loop = job === listings ? this.run(job, listingsDone) : this.firstListings.then(() => this.run(job));
+    // After them the other kinds' first cycles run one after another, each kind's loop free once
+    // its first cycle ended: started together they were one burst of every kind of every
+    // marketplace — upstream requests, records, and the materializer's and the API's work for
+    // them — landing just as the catalogue became visible, where price changes must show.
+    let before = this.firstListings;
+    for (const job of this.jobs) {
+      if (job === listings) {
+        job.loop = this.run(job, listingsDone);
+        continue;
+      }
+      let firstDone = (): void => undefined;
+      const first = new Promise<void>((resolve) => (firstDone = resolve));
+      this.stopCtl.signal.addEventListener('abort', () => firstDone(), { once: true });
+      job.loop = before.then(() => this.run(job, firstDone));
+      before = first;
+    }
   }
 
   /** Stops every loop: the running request is aborted and its cycle ends with a marker. */
@@ -245,6 +259,8 @@ export class Poller {
       this.deps.metrics.circuitOpen.set({ market: this.options.market.slug }, 0);
       // A day's close exists only once the day is over (by the upstream's clock).
       if (job.history?.caughtUp(this.upstreamDay())) {
+        // Nothing to fetch is a first cycle done too: the kinds queued behind it may start.
+        afterFirstCycle();
         job.state = 'waiting';
         await this.pause(job, Math.min(interval, 60_000));
         continue;
