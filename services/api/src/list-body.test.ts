@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { inflateHead, tailOf } from './bodies.js';
 import { crc32Combine, ListBodyCache, SegmentedList, type ListRow, type RowChange } from './list-body.js';
+import { Slots } from './slots.js';
 
 const TAIL = ',"requestor":"acme","plan":"pro","timestamp":"2026-01-01T00:00:00.000Z"}';
 
@@ -318,6 +319,55 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     // Nothing owed any more: no further refresh.
     await new Promise((r) => setTimeout(r, 250));
     expect(log).toHaveLength(3);
+    cache.stop();
+  });
+
+  it('a patch that reads moved scores waits for a whole-read slot; a patch of rows alone never does', async () => {
+    let rows = Array.from({ length: 600 }, (_, i) => row(i));
+    let tags = 0;
+    let derived = 0;
+    let snapshots = 0;
+    let pending: RowChange[] = [];
+    const source = {
+      full: async () => ({ snapshot: String(++snapshots), rows }),
+      since: async () => {
+        const changes = pending;
+        pending = [];
+        return { snapshot: String(++snapshots), changes };
+      },
+    };
+    const slots = new Slots(1);
+    const cache = new ListBodyCache(
+      () => tags + derived,
+      () => 0,
+      0,
+      undefined,
+      { version: () => derived, lagMs: 0 },
+      slots,
+    );
+    const set = (i: number, price: string) => {
+      const r = row(i, price);
+      rows = rows.map((x) => (x.key === r.key ? r : x));
+      pending.push({ key: r.key, json: r.json });
+    };
+    const get = () => cache.get('prices:x', source, true);
+    await get();
+    // Another whole read holds the only slot.
+    let release = (): void => undefined;
+    const held = slots.run(() => new Promise<void>((resolve) => (release = resolve)));
+    set(3, '3.33');
+    tags++;
+    expect(text(await get())).toContain('"3.33"');
+    // Scores moved (a recomputation): this patch reads them, so it queues behind the slot's holder.
+    set(7, '7.77');
+    derived++;
+    let done = false;
+    const scored = get().then((b) => ((done = true), b));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(done).toBe(false);
+    release();
+    await held;
+    expect(text(await scored)).toBe(expected(rows));
     cache.stop();
   });
 

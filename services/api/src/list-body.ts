@@ -506,12 +506,24 @@ export class ListBodyCache {
       // lag); otherwise left for later, from the same older snapshot, so none is skipped.
       const lagMs = this.liquidity?.lagMs;
       const scores = lagMs === undefined || (moved && Date.now() - owed.at >= lagMs);
-      const { snapshot, changes } = await source.since(
-        previous.snapshot,
-        (key) => previous.list.has(key),
-        scores ? owed.snapshot : null,
-      );
-      if (await previous.list.patch(changes)) {
+      const asked = performance.now();
+      const read = async () => {
+        const queuedMs = performance.now() - asked;
+        const { snapshot, changes } = await source.since(
+          previous.snapshot,
+          (key) => previous.list.has(key),
+          scores ? owed.snapshot : null,
+        );
+        return { snapshot, changes, patched: await previous.list.patch(changes), queuedMs };
+      };
+      // Scores a recomputation moved are most of the list when it followed a kind's first cycle
+      // of the marketplace (every item's score changed): six such patches at once on the API's
+      // one thread took 10–17 s each at full size, and every price change of those lists waited
+      // for them. They take a whole-read slot, as a rebuild does; patches of rows alone never wait.
+      const { snapshot, changes, patched, queuedMs } = await (scores && moved && this.builds
+        ? this.builds.run(read)
+        : read());
+      if (patched) {
         this.refreshes.patches++;
         this.refreshes.rowsPatched += changes.length;
         this.refreshes.rowsUnchanged += previous.list.lastUnchanged;
@@ -522,7 +534,7 @@ export class ListBodyCache {
           ...previous,
           snapshot,
           liquidity: scores ? { snapshot, at: Date.now(), derived } : owed,
-          queuedMs: 0,
+          queuedMs,
         };
       }
       how = 'refused';
