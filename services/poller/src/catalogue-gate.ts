@@ -1,6 +1,6 @@
 /*
- * Holds the history-only marketplace's backfill — with CATALOGUE_GATE_SCOPE=all, every
- * marketplace's kinds other than its listings — until the platform's catalogue is in (issue 12,
+ * Holds every marketplace's kinds other than its listings, and the history-only marketplace's
+ * backfill (CATALOGUE_GATE_SCOPE=backfill: that alone) until the platform's catalogue is in (issue 12,
  * item 8: on a cold start the lowest prices come first). Each poller starts its other
  * kinds only after its own first LISTINGS cycle (poller.ts), but that alone left them competing
  * with every other marketplace's first listings: the pollers end their first cycles within
@@ -9,10 +9,13 @@
  * was still ingesting the listings (markers applied at 35–130 s, 2026-11-26). A marketplace
  * without listings (the history-only one) has no first cycle of its own at all, so its 30- to
  * 400-day backfill — a million history points or more, written as daily and hourly candles — ran
- * from the first second. Holding every kind (scope 'all') brought the catalogue in sooner but moved
- * those kinds' first cycles into the minutes after it, where price changes then took longer to
- * show (2026-11-27, full size: cold 161 s against 199 s, freshness p99 49 s against 15 s), so
- * the default holds the backfill only.
+ * from the first second. Holding every kind (scope 'all') brought the catalogue in sooner but first
+ * moved those kinds' first cycles into the minutes after it, where price changes then took longer
+ * to show (2026-11-27, full size: cold 161 s against 199 s, freshness p99 49 s against 15 s).
+ * It is the default since the pollers' per-row cost halved, the simulator stopped recomputing
+ * every marketplace for each override, those first cycles run one kind after another, and the
+ * API's patches of moved scores queue for a slot (same day, later: cold 55-61 s against 81-110 s,
+ * p99 1.96-8.34 s against 0.73-23.3 s).
  *
  * This gate opens when every listing marketplace of the registry has ended a LISTINGS cycle (any
  * outcome: a failing upstream is not waited for), as their markers on poll-cycles.v1 say, and the

@@ -72,9 +72,9 @@ export const pollerConfigSchema = z.object({
   ),
   CATALOGUE_GATE_SCOPE: z
     .enum(['backfill', 'all'])
-    .default('backfill')
+    .default('all')
     .describe(
-      "what waits for the catalogue: 'backfill' the history-only marketplace's backfill (a listing marketplace's other kinds start after its own first LISTINGS cycle); 'all' every kind but the listings of every poller (2026-11-27, full size: cold start 161 s against 199 s, freshness right after it p99 49 s against 15 s: bench/bottlenecks.md)",
+      "what waits for the catalogue: 'all' every kind but the listings of every poller; 'backfill' only the history-only marketplace's backfill (a listing marketplace's other kinds then start after its own first LISTINGS cycle). 2026-11-27, full size, same machine: cold start 55.4-61.3 s with 'all' against 81.3-110.2 s, freshness right after it p99 1.96-8.34 s against 0.73-23.3 s (bench/bottlenecks.md)",
     ),
   CATALOGUE_MARKETS: z
     .string()

@@ -36,8 +36,8 @@ const client = new UpstreamClient({
   },
 });
 const serde = new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL });
-// The history-only marketplace's backfill (CATALOGUE_GATE_SCOPE=all: every kind but the
-// listings) waits for the platform's first listings (catalogue-gate.ts).
+// Every kind but the listings (CATALOGUE_GATE_SCOPE=backfill: only the history-only
+// marketplace's backfill) waits for the platform's first listings (catalogue-gate.ts).
 const gated = config.CATALOGUE_GATE_SCOPE === 'all' || !market.capabilities.includes('listings');
 const catalogue =
   config.CATALOGUE_GATE_MS === 0 || !gated

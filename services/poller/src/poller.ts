@@ -198,9 +198,8 @@ export class Poller {
    * float data and history sharing the rate limit, the broker, the materializer and two cores
    * would only delay them — this marketplace's own, and every other marketplace's still being
    * ingested (a full-size cold start measured the markers of cycles that had ended at 12–40 s
-   * applied at 35–130 s, behind the other kinds' first cycles). Holding a listing marketplace's
-   * other kinds for the whole catalogue is CATALOGUE_GATE_SCOPE=all, not the default: it moved
-   * their first cycles into the minutes where price changes must show (catalogue-gate.ts).
+   * applied at 35–130 s, behind the other kinds' first cycles). By default (CATALOGUE_GATE_SCOPE
+   * all) a listing marketplace's other kinds wait for the whole catalogue (catalogue-gate.ts).
    */
   private firstListings: Promise<void> = Promise.resolve();
 
