@@ -8,8 +8,8 @@ import {
   decimalPrice,
   exteriorFrom,
   identity,
-  listingRow,
   int,
+  listingRow,
   optStr,
 } from '../normalize.js';
 import type { Kind, Page } from '../rows.js';

@@ -29,7 +29,7 @@ import {
   type PhaseOrNone,
 } from '@skinprices/domain';
 import type { Adapter, FetchContext, UpstreamLimits } from '../adapter.js';
-import { asObj, collect, identity, listingRow, int, malformed, optStr, str, type Obj } from '../normalize.js';
+import { asObj, collect, identity, int, listingRow, malformed, optStr, str, type Obj } from '../normalize.js';
 import type { Kind, ListingRow, Page, Rejected, RowMap } from '../rows.js';
 
 /** Counter-Strike 2 on Skinport (Steam's app id). */

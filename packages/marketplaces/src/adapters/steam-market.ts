@@ -51,7 +51,7 @@ import {
   type Currency,
 } from '@skinprices/domain';
 import type { Adapter, FetchContext, UpstreamLimits } from '../adapter.js';
-import { asObj, collect, identity, listingRow, int, malformed, minorPrice, str, type Obj } from '../normalize.js';
+import { asObj, collect, identity, int, listingRow, malformed, minorPrice, str, type Obj } from '../normalize.js';
 import type { Kind, ListingRow, Page, RowMap } from '../rows.js';
 
 export const STEAM_SEARCH_PATH = '/market/search/render/';
