@@ -214,8 +214,8 @@ for (const m of MARKETS)
           }
         : {}),
       HISTORY_BACKFILL_DAYS: String(config.HISTORY_BACKFILL_DAYS),
-      // The history-only marketplace's backfill waits until this group has ingested every
-      // marketplace's first listings (services/poller/src/catalogue-gate.ts).
+      // Every kind but the listings (and the history-only marketplace's backfill) waits until
+      // this group has ingested every marketplace's first listings (services/poller/src/catalogue-gate.ts).
       MATERIALIZER_GROUP: `materializer${config.TOPIC_SUFFIX}`,
       ...(config.POLL_LISTINGS_MS ? { POLL_LISTINGS_MS: String(config.POLL_LISTINGS_MS) } : {}),
       ...metricsEnv(`poller-${m.slug}`),

@@ -375,6 +375,9 @@ export type RefreshObserver = (name: string, how: RefreshHow, seconds: number, r
  */
 const COST_FACTOR = 1;
 
+/** Scores due while every whole-read slot was busy are tried again this much later. */
+const SLOT_RETRY_MS = 500;
+
 /** A list asked for within this long is kept current ahead of requests (see ListBodyCache.changed). */
 const AHEAD_FOR_MS = 120_000;
 
@@ -401,7 +404,10 @@ export class ListBodyCache {
     private readonly observe: RefreshObserver = () => undefined,
     /** Absent: every patch reads the scores changed since its last read too. */
     private readonly liquidity?: LiquidityLag,
-    /** Whole-list reads (first builds, rebuilds) share these (slots.ts); patches never wait. @default no limit */
+    /**
+     * Whole-list reads (first builds, rebuilds) share these (slots.ts), and a patch of moved scores
+     * takes one when one is free; patches never wait for one. @default no limit
+     */
     private readonly builds?: Slots,
   ) {
     // A refresh that took long (a saturated machine, a patch of most of the list) is not started
@@ -505,36 +511,36 @@ export class ListBodyCache {
       // Scores are read with the rows when they may have moved and are due (or always, without a
       // lag); otherwise left for later, from the same older snapshot, so none is skipped.
       const lagMs = this.liquidity?.lagMs;
-      const scores = lagMs === undefined || (moved && Date.now() - owed.at >= lagMs);
-      const asked = performance.now();
-      const read = async () => {
-        const queuedMs = performance.now() - asked;
+      const due = lagMs === undefined || (moved && Date.now() - owed.at >= lagMs);
+      const read = async (scores: boolean) => {
         const { snapshot, changes } = await source.since(
           previous.snapshot,
           (key) => previous.list.has(key),
           scores ? owed.snapshot : null,
         );
-        return { snapshot, changes, patched: await previous.list.patch(changes), queuedMs };
+        return { snapshot, changes, scores, patched: await previous.list.patch(changes) };
       };
       // Scores a recomputation moved are most of the list when it followed a kind's first cycle
       // of the marketplace (every item's score changed): six such patches at once on the API's
       // one thread took 10–17 s each at full size, and every price change of those lists waited
-      // for them. They take a whole-read slot, as a rebuild does; patches of rows alone never wait.
-      const { snapshot, changes, patched, queuedMs } = await (scores && moved && this.builds
-        ? this.builds.run(read)
-        : read());
+      // for them. They take a whole-read slot, as a rebuild does — only one free now: while none
+      // is, the rows are patched alone and the scores tried again shortly (a refresh queued for a
+      // slot would hold the list's price changes back behind the slot's other readers).
+      const slotted = due && moved && this.builds ? this.builds.tryRun(() => read(true)) : undefined;
+      const { snapshot, changes, scores, patched } = await (slotted ?? read(due && !(moved && this.builds)));
       if (patched) {
         this.refreshes.patches++;
         this.refreshes.rowsPatched += changes.length;
         this.refreshes.rowsUnchanged += previous.list.lastUnchanged;
         this.observe(name, 'patch', took(), changes.length);
-        if (!scores && moved && lagMs !== undefined) this.owe(name, owed.at + lagMs);
+        if (due && !scores) this.owe(name, Date.now() + SLOT_RETRY_MS);
+        else if (!scores && moved && lagMs !== undefined) this.owe(name, owed.at + lagMs);
         this.lookAgain();
         return {
           ...previous,
           snapshot,
           liquidity: scores ? { snapshot, at: Date.now(), derived } : owed,
-          queuedMs,
+          queuedMs: 0,
         };
       }
       how = 'refused';

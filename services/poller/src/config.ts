@@ -74,7 +74,7 @@ export const pollerConfigSchema = z.object({
     .enum(['backfill', 'all'])
     .default('all')
     .describe(
-      "what waits for the catalogue: 'all' every kind but the listings of every poller; 'backfill' only the history-only marketplace's backfill (a listing marketplace's other kinds then start after its own first LISTINGS cycle). 2026-11-27, full size, same machine: cold start 55.4-61.3 s with 'all' against 81.3-110.2 s, freshness right after it p99 1.96-8.34 s against 0.73-23.3 s (bench/bottlenecks.md)",
+      "what waits for the catalogue: 'all' every kind but the listings of every poller; 'backfill' only the history-only marketplace's backfill (a listing marketplace's other kinds then start after its own first LISTINGS cycle). 2026-11-27, full size, same machine: cold start 55.4-61.3 s with 'all' against 81.3-110.2 s, freshness right after it p99 1.96-8.34 s against 0.73-23.3 s, not all on the same code (bench/bottlenecks.md)",
     ),
   CATALOGUE_MARKETS: z
     .string()
@@ -123,6 +123,19 @@ export function intervalsFor(market: Market, c: PollerConfig): Partial<Record<Ki
     if (v !== undefined) out[kind] = v;
   }
   return out;
+}
+
+/**
+ * Whether this poller waits for the catalogue gate (catalogue-gate.ts): a marketplace without
+ * listings (its backfill) always; a listing marketplace with scope 'all' when it polls anything
+ * besides its listings (`polled`: the kinds it runs; daily history counts too). A listings-only
+ * poller has nothing to hold, and a gate would only join a consumer group and read the marker
+ * topic through the cold start for nothing.
+ */
+export function waitsForCatalogue(market: Market, c: PollerConfig, polled: readonly Kind[]): boolean {
+  if (c.CATALOGUE_GATE_MS === 0) return false;
+  if (!market.capabilities.includes('listings')) return true;
+  return c.CATALOGUE_GATE_SCOPE === 'all' && (polled.some((k) => k !== 'LISTINGS') || c.DAILY_HISTORY !== 'off');
 }
 
 export { getMarket };

@@ -1,9 +1,9 @@
 /** Wires one marketplace's poller: config → clients → Poller; named shutdown handlers. */
 import { createKafka, EventProducer, EventSerde } from '@skinprices/events';
 import { AppError, marketsWith } from '@skinprices/domain';
-import { adapterFor, UpstreamClient } from '@skinprices/marketplaces';
+import { adapterFor, UpstreamClient, type Kind } from '@skinprices/marketplaces';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
-import { intervalsFor, marketFor, pollerConfigSchema } from './config.js';
+import { intervalsFor, marketFor, pollerConfigSchema, waitsForCatalogue } from './config.js';
 import { CatalogueGate } from './catalogue-gate.js';
 import { PollerMetrics } from './metrics.js';
 import { Poller } from './poller.js';
@@ -38,21 +38,20 @@ const client = new UpstreamClient({
 const serde = new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL });
 // Every kind but the listings (CATALOGUE_GATE_SCOPE=backfill: only the history-only
 // marketplace's backfill) waits for the platform's first listings (catalogue-gate.ts).
-const gated = config.CATALOGUE_GATE_SCOPE === 'all' || !market.capabilities.includes('listings');
-const catalogue =
-  config.CATALOGUE_GATE_MS === 0 || !gated
-    ? undefined
-    : new CatalogueGate(
-        {
-          markets:
-            config.CATALOGUE_MARKETS.length > 0 ? config.CATALOGUE_MARKETS : marketsWith('listings').map((m) => m.slug),
-          timeoutMs: config.CATALOGUE_GATE_MS,
-          topicSuffix: config.TOPIC_SUFFIX,
-          owner: `poller-${market.slug}`,
-          materializerGroup: config.MATERIALIZER_GROUP,
-        },
-        { kafka, admin, serde, logger },
-      );
+const polled = (Object.keys(intervalsFor(market, config)) as Kind[]).filter((k) => adapter.kinds.includes(k));
+const catalogue = !waitsForCatalogue(market, config, polled)
+  ? undefined
+  : new CatalogueGate(
+      {
+        markets:
+          config.CATALOGUE_MARKETS.length > 0 ? config.CATALOGUE_MARKETS : marketsWith('listings').map((m) => m.slug),
+        timeoutMs: config.CATALOGUE_GATE_MS,
+        topicSuffix: config.TOPIC_SUFFIX,
+        owner: `poller-${market.slug}`,
+        materializerGroup: config.MATERIALIZER_GROUP,
+      },
+      { kafka, admin, serde, logger },
+    );
 const poller = new Poller(
   {
     market,

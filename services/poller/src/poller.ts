@@ -101,8 +101,8 @@ export interface PollerDeps {
    * Opens when the platform's catalogue is in (catalogue-gate.ts): every listing marketplace's
    * first LISTINGS cycle ingested. A listing marketplace's other kinds start after its own first
    * LISTINGS cycle and then this; a marketplace without listings starts its kinds after this
-   * alone. @default none: a listing marketplace's other kinds start after its own first cycle,
-   * the others at once
+   * alone. Either way they then start one after another, each after the first cycle of the one
+   * before it. @default none: a listing marketplace's other kinds start after its own first cycle
    */
   catalogue?: { wait(signal: AbortSignal): Promise<unknown> };
 }
@@ -193,8 +193,8 @@ export class Poller {
 
   /**
    * Settles when the first LISTINGS cycle has ended (any outcome) and then, with a catalogue
-   * gate, when the platform's catalogue is in — or when the poller stops; the other kinds start
-   * after it. On a cold start the lowest prices are what customers wait for: buy orders, sales,
+   * gate, when the platform's catalogue is in — or when the poller stops; the other kinds' first
+   * cycles then run one after another (start()). On a cold start the lowest prices are what customers wait for: buy orders, sales,
    * float data and history sharing the rate limit, the broker, the materializer and two cores
    * would only delay them — this marketplace's own, and every other marketplace's still being
    * ingested (a full-size cold start measured the markers of cycles that had ended at 12–40 s
@@ -246,6 +246,17 @@ export class Poller {
   }
 
   private async run(job: Job, afterFirstCycle: () => void = () => undefined): Promise<void> {
+    try {
+      await this.loop(job, afterFirstCycle);
+    } finally {
+      // However the loop ended (stopped, or thrown before its first cycle), the kinds queued
+      // behind this one's first cycle must not wait for ever.
+      afterFirstCycle();
+      job.state = 'stopped';
+    }
+  }
+
+  private async loop(job: Job, afterFirstCycle: () => void): Promise<void> {
     const interval = this.options.intervals[job.kind] ?? 300_000;
     while (!this.stopCtl.signal.aborted) {
       const wait = this.circuit.waitMs();
@@ -285,7 +296,6 @@ export class Poller {
       const pace = job.historyWork?.closes === false ? (this.options.hourlyPaceMs ?? 0) : 0;
       await this.pause(job, catchingUp ? pace : interval);
     }
-    job.state = 'stopped';
   }
 
   private async pause(job: Job, ms: number): Promise<void> {
