@@ -258,7 +258,11 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     ]);
   });
 
-  it('leaves liquidity scores for later, and reads them from the older snapshot once due', async () => {
+  /**
+   * A list of 600 rows whose prices and liquidity scores move apart: a price is read by the next
+   * patch; a score only by a patch that asks for scores written since a snapshot before it.
+   */
+  function scoresFixture(lagMs: number, slots?: Slots) {
     let rows = Array.from({ length: 600 }, (_, i) => row(i));
     let tags = 0;
     let derived = 0;
@@ -274,7 +278,7 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
         return { snapshot: String(++snapshots), rows };
       },
       since: async (s: string, _known: (key: string) => boolean, liquidity: string | null) => {
-        log.push(`since ${s} scores ${liquidity ?? '-'}`);
+        log.push(`since ${s} scores ${liquidity ?? '-'}${slots ? ` slots ${slots.running}` : ''}`);
         const changes = [
           ...prices,
           ...(liquidity === null ? [] : scores.filter((x) => x.after >= Number(liquidity)).map((x) => x.change)),
@@ -288,68 +292,7 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
       () => 0,
       0,
       undefined,
-      { version: () => derived, lagMs: 150 },
-    );
-    const set = (i: number, price: string) => {
-      const r = row(i, price);
-      rows = rows.map((x) => (x.key === r.key ? r : x));
-      return { key: r.key, json: r.json };
-    };
-    const get = () => cache.get('prices:x', source, true);
-    await get();
-    // A score moves (a derive transaction): read with the rows only once it is due.
-    scores.push({ after: snapshots, change: set(7, '7.77') });
-    derived++;
-    // A price moves meanwhile: patched at once, the score left for later.
-    prices.push(set(9, '9.99'));
-    tags++;
-    const body = text(await get());
-    expect(body).toContain('"9.99"');
-    expect(body).not.toContain('"7.77"');
-    expect(log).toEqual(['full', 'since 1 scores -']);
-    // Due 150 ms after the full read: refreshed then with no request and no notification, from
-    // the snapshot the scores were last read in.
-    const t0 = Date.now();
-    while (cache.stats.patches < 2 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 5));
-    expect(log).toEqual(['full', 'since 1 scores -', 'since 2 scores 1']);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(50);
-    const now = text(await get());
-    expect(now).toContain('"7.77"');
-    expect(now).toBe(expected(rows));
-    // Nothing owed any more: no further refresh.
-    await new Promise((r) => setTimeout(r, 250));
-    expect(log).toHaveLength(3);
-    cache.stop();
-  });
-
-  it('moved scores are patched in a whole-read slot when one is free; while none is, the rows alone, the scores shortly after', async () => {
-    let rows = Array.from({ length: 600 }, (_, i) => row(i));
-    let tags = 0;
-    let derived = 0;
-    let snapshots = 0;
-    const log: string[] = [];
-    let prices: RowChange[] = [];
-    /** Score changes, by the snapshot after which they were written. */
-    const scores: { after: number; change: RowChange }[] = [];
-    const source = {
-      full: async () => ({ snapshot: String(++snapshots), rows }),
-      since: async (s: string, _known: (key: string) => boolean, liquidity: string | null) => {
-        log.push(`since ${s} scores ${liquidity ?? '-'} slots ${slots.running}`);
-        const changes = [
-          ...prices,
-          ...(liquidity === null ? [] : scores.filter((x) => x.after >= Number(liquidity)).map((x) => x.change)),
-        ];
-        prices = [];
-        return { snapshot: String(++snapshots), changes };
-      },
-    };
-    const slots = new Slots(1);
-    const cache = new ListBodyCache(
-      () => tags + derived,
-      () => 0,
-      0,
-      undefined,
-      { version: () => derived, lagMs: 0 },
+      { version: () => derived, lagMs },
       slots,
     );
     const set = (i: number, price: string) => {
@@ -357,30 +300,79 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
       rows = rows.map((x) => (x.key === r.key ? r : x));
       return { key: r.key, json: r.json };
     };
-    const get = () => cache.get('prices:x', source, true);
-    await get();
+    return {
+      cache,
+      log,
+      get: () => cache.get('prices:x', source, true),
+      rows: () => rows,
+      /** A score moves (a derive transaction). */
+      score(i: number, price: string) {
+        scores.push({ after: snapshots, change: set(i, price) });
+        derived++;
+      },
+      /** A price moves (a tagged commit). */
+      price(i: number, price: string) {
+        prices.push(set(i, price));
+        tags++;
+      },
+      /** Until the cache has made `n` patches (a refresh ahead of requests), at most 5 s. */
+      async patches(n: number) {
+        const t0 = Date.now();
+        while (cache.stats.patches < n && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 5));
+      },
+    };
+  }
+
+  it('leaves liquidity scores for later, and reads them from the older snapshot once due', async () => {
+    const f = scoresFixture(150);
+    await f.get();
+    // A score moves: read with the rows only once it is due. A price moves meanwhile: patched at
+    // once, the score left for later.
+    f.score(7, '7.77');
+    f.price(9, '9.99');
+    const body = text(await f.get());
+    expect(body).toContain('"9.99"');
+    expect(body).not.toContain('"7.77"');
+    expect(f.log).toEqual(['full', 'since 1 scores -']);
+    // Due 150 ms after the full read: refreshed then with no request and no notification, from
+    // the snapshot the scores were last read in.
+    const t0 = Date.now();
+    await f.patches(2);
+    expect(f.log).toEqual(['full', 'since 1 scores -', 'since 2 scores 1']);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(50);
+    const now = text(await f.get());
+    expect(now).toContain('"7.77"');
+    expect(now).toBe(expected(f.rows()));
+    // Nothing owed any more: no further refresh.
+    await new Promise((r) => setTimeout(r, 250));
+    expect(f.log).toHaveLength(3);
+    f.cache.stop();
+  });
+
+  it('moved scores are patched in a whole-read slot when one is free; while none is, the rows alone, the scores shortly after', async () => {
+    const slots = new Slots(1);
+    const f = scoresFixture(0, slots);
+    await f.get();
     // Another whole read holds the only slot; a score and a price move.
     let release = (): void => undefined;
     const held = slots.run(() => new Promise<void>((resolve) => (release = resolve)));
-    scores.push({ after: snapshots, change: set(7, '7.77') });
-    derived++;
-    prices.push(set(9, '9.99'));
-    tags++;
+    f.score(7, '7.77');
+    f.price(9, '9.99');
     // The price is served at once, without the slot; the score is left for a moment later.
-    const body = text(await get());
+    const body = text(await f.get());
     expect(body).toContain('"9.99"');
     expect(body).not.toContain('"7.77"');
-    expect(log).toEqual(['since 1 scores - slots 1']);
+    expect(f.log).toEqual(['full', 'since 1 scores - slots 1']);
     release();
     await held;
     const t0 = Date.now();
-    while (cache.stats.patches < 2 && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 5));
+    await f.patches(2);
     // Tried again after the retry delay, in the slot now free, from the snapshot the scores were last read in.
-    expect(log).toEqual(['since 1 scores - slots 1', 'since 2 scores 1 slots 1']);
+    expect(f.log).toEqual(['full', 'since 1 scores - slots 1', 'since 2 scores 1 slots 1']);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(100);
     expect(slots.running).toBe(0);
-    expect(text(await get())).toBe(expected(rows));
-    cache.stop();
+    expect(text(await f.get())).toBe(expected(f.rows()));
+    f.cache.stop();
   });
 
   it('follows a change ahead of requests, at most every minAgeMs, only lists asked for', async () => {
