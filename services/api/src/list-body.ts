@@ -526,8 +526,10 @@ export class ListBodyCache {
       // for them. They take a whole-read slot, as a rebuild does — only one free now: while none
       // is, the rows are patched alone and the scores tried again shortly (a refresh queued for a
       // slot would hold the list's price changes back behind the slot's other readers).
-      const slotted = due && moved && this.builds ? this.builds.tryRun(() => read(true)) : undefined;
-      const { snapshot, changes, scores, patched } = await (slotted ?? read(due && !(moved && this.builds)));
+      const slots = due && moved ? this.builds : undefined;
+      const { snapshot, changes, scores, patched } = await (slots
+        ? (slots.tryRun(() => read(true)) ?? read(false))
+        : read(due));
       if (patched) {
         this.refreshes.patches++;
         this.refreshes.rowsPatched += changes.length;

@@ -1,12 +1,12 @@
 /** Wires one marketplace's poller: config → clients → Poller; named shutdown handlers. */
 import { createKafka, EventProducer, EventSerde } from '@skinprices/events';
 import { AppError, marketsWith } from '@skinprices/domain';
-import { adapterFor, UpstreamClient, type Kind } from '@skinprices/marketplaces';
+import { adapterFor, UpstreamClient } from '@skinprices/marketplaces';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
 import { intervalsFor, marketFor, pollerConfigSchema, waitsForCatalogue } from './config.js';
 import { CatalogueGate } from './catalogue-gate.js';
 import { PollerMetrics } from './metrics.js';
-import { Poller } from './poller.js';
+import { Poller, polledKinds } from './poller.js';
 
 const config = parseConfig(pollerConfigSchema, process.env);
 const market = marketFor(config);
@@ -38,8 +38,8 @@ const client = new UpstreamClient({
 const serde = new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL });
 // Every kind but the listings (CATALOGUE_GATE_SCOPE=backfill: only the history-only
 // marketplace's backfill) waits for the platform's first listings (catalogue-gate.ts).
-const polled = (Object.keys(intervalsFor(market, config)) as Kind[]).filter((k) => adapter.kinds.includes(k));
-const catalogue = !waitsForCatalogue(market, config, polled)
+const intervals = intervalsFor(market, config);
+const catalogue = !waitsForCatalogue(market, config, polledKinds(market, intervals, adapter))
   ? undefined
   : new CatalogueGate(
       {
@@ -55,7 +55,7 @@ const catalogue = !waitsForCatalogue(market, config, polled)
 const poller = new Poller(
   {
     market,
-    intervals: intervalsFor(market, config),
+    intervals,
     fullEvery: config.FULL_SNAPSHOT_EVERY,
     topicSuffix: config.TOPIC_SUFFIX,
     retries: config.RETRIES,

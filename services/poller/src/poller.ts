@@ -138,6 +138,15 @@ class Job {
   ) {}
 }
 
+/**
+ * The kinds a poller runs (daily history imported from another format aside): those with an
+ * interval that the marketplace offers (registry) and its format can fetch.
+ */
+export function polledKinds(market: Market, intervals: Partial<Record<Kind, number>>, adapter: Adapter): Kind[] {
+  const offered = new Set(market.capabilities.map(kindOfCapability));
+  return (Object.keys(intervals) as Kind[]).filter((k) => adapter.kinds.includes(k) && offered.has(k));
+}
+
 export class Poller {
   private readonly jobs: Job[];
   private readonly limiter: TokenBucket;
@@ -151,11 +160,7 @@ export class Poller {
     private readonly deps: PollerDeps,
   ) {
     this.adapter = deps.adapter ?? adapterFor(options.market.upstreamFormat);
-    // A kind runs only where the marketplace offers it (registry) and its format can fetch it.
-    const offered = new Set(options.market.capabilities.map(kindOfCapability));
-    const kinds = (Object.keys(options.intervals) as Kind[]).filter(
-      (k) => this.adapter.kinds.includes(k) && offered.has(k),
-    );
+    const kinds = polledKinds(options.market, options.intervals, this.adapter);
     this.jobs = kinds.map((k) => new Job(k));
     if (options.dailyHistory && !kinds.includes('HISTORY')) this.jobs.push(new Job('HISTORY', options.dailyHistory));
     for (const j of this.jobs)
@@ -194,8 +199,8 @@ export class Poller {
   /**
    * Settles when the first LISTINGS cycle has ended (any outcome) and then, with a catalogue
    * gate, when the platform's catalogue is in — or when the poller stops; the other kinds' first
-   * cycles then run one after another (start()). On a cold start the lowest prices are what customers wait for: buy orders, sales,
-   * float data and history sharing the rate limit, the broker, the materializer and two cores
+   * cycles then run one after another (start()). On a cold start the lowest prices are what
+   * customers wait for: buy orders, sales, float data and history sharing the rate limit, the broker, the materializer and two cores
    * would only delay them — this marketplace's own, and every other marketplace's still being
    * ingested (a full-size cold start measured the markers of cycles that had ended at 12–40 s
    * applied at 35–130 s, behind the other kinds' first cycles). By default (CATALOGUE_GATE_SCOPE
