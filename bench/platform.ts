@@ -88,9 +88,12 @@ interface Run {
   cold_s: number;
   /**
    * Per listing marketplace, in s from the first upstream request: when its first complete
-   * LISTINGS cycle ended, when its marker was applied, when it became visible.
+   * LISTINGS cycle ended, when its marker was applied, when the status first showed it (its fetch started), when it became visible.
    */
-  cold_visible_s: Record<string, { cycle_ended_s: number | null; marker_applied_s: number | null; visible_s: number }>;
+  cold_visible_s: Record<
+    string,
+    { cycle_ended_s: number | null; marker_applied_s: number | null; status_seen_s: number; visible_s: number }
+  >;
   /** Listing marketplaces not visible by COLD_WITHIN_MS. */
   cold_missing: string[];
   /** 5xx answers (other than 503) the cold start's requests got: each a defect, asked again. */
@@ -255,6 +258,8 @@ async function platformRun(run: number): Promise<Run> {
      * where the tail of the cold start is spent.
      */
     const markerAt = new Map<string, { ended: number; applied: number }>();
+    /** When /v1/status first showed each marketplace complete (performance.now()): its fetch starts. */
+    const askedAt = new Map<string, number>();
     const coldMissing: string[] = [];
     /** Fetches under way, per marketplace (one at a time each). */
     const fetching = new Map<string, Promise<void>>();
@@ -292,7 +297,8 @@ async function platformRun(run: number): Promise<Run> {
       // list found complete in the same status counted as visible when the last of them had been
       // built (2026-11-27: five marketplaces applied at 71.8 s all "visible" at 109.8 s).
       for (const m of LISTING_MARKETS)
-        if (complete.has(m) && !lists.has(m) && !fetching.has(m))
+        if (complete.has(m) && !lists.has(m) && !fetching.has(m)) {
+          if (!askedAt.has(m)) askedAt.set(m, performance.now());
           fetching.set(
             m,
             fetchList(m)
@@ -304,6 +310,7 @@ async function platformRun(run: number): Promise<Run> {
               })
               .finally(() => fetching.delete(m)),
           );
+        }
       if (fetchFailed) throw fetchFailed;
       if (lists.size === LISTING_MARKETS.length) break;
       if (platform.exitCode !== null) throw new Error('the platform exited during the cold start');
@@ -337,14 +344,17 @@ async function platformRun(run: number): Promise<Run> {
           {
             cycle_ended_s: marker ? round((marker.ended - firstRequestWall) / 1000, 1) : null,
             marker_applied_s: marker ? round((marker.applied - firstRequestWall) / 1000, 1) : null,
+            status_seen_s: round(((askedAt.get(m) as number) - firstRequest) / 1000, 1),
             visible_s: round((at - firstRequest) / 1000, 1),
           },
         ];
       }),
     );
     console.log(
-      `run ${run + 1}: first LISTINGS cycle ended / applied / visible (s): ${Object.entries(coldMarkers)
-        .map(([m, t]) => `${m} ${t.cycle_ended_s} / ${t.marker_applied_s} / ${t.visible_s}`)
+      `run ${run + 1}: first LISTINGS cycle ended / applied / seen in the status / visible (s): ${Object.entries(
+        coldMarkers,
+      )
+        .map(([m, t]) => `${m} ${t.cycle_ended_s} / ${t.marker_applied_s} / ${t.status_seen_s} / ${t.visible_s}`)
         .join(', ')}`,
     );
 

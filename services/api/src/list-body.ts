@@ -16,7 +16,7 @@
  * collation is not this process's to reproduce): the read that names the changes names it too.
  * A patch that cannot place a row, or would empty a segment, is refused: the caller rebuilds.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash as oneShot } from 'node:crypto';
 import { promisify } from 'node:util';
 import { constants, crc32, deflateRaw, inflateRawSync } from 'node:zlib';
 import { GZIP_HEADER, VersionedCache, type Body, type VersionOf } from './bodies.js';
@@ -126,8 +126,9 @@ const COMMA = Buffer.from(',');
  * the same content. A liquidity row rewritten for its best bid or lowest ask (not in the lists)
  * and statistics recomputed to equal values are new row versions all the same: measured, patches
  * carried 11,000 rows on average, most of them unchanged, and every segment was recompressed.
+ * The one-shot hash: half the cost of a Hash object per row (0.3 against 0.63 µs; a build takes 33k).
  */
-const digest = (json: string): string => createHash('sha1').update(json).digest('base64url').slice(0, 12);
+const digest = (json: string): string => oneShot('sha1', json, 'base64url').slice(0, 12);
 const fixedPiece = (text: string) => piece(Buffer.from(text), sha1(text));
 let openPiece: Promise<Piece> | undefined;
 let closePiece: Promise<Piece> | undefined;

@@ -119,15 +119,16 @@ const int = (v: string | null): number | null => (v === null ? null : Number(v))
 type ListingRow = Selectable<ReadContractV1['api_listings_v1']>;
 type Level = NonNullable<StoreRow['order_book']>['asks'][number];
 
-const stats = (r: ListingRow): Stats => ({
-  change_24h: r.change_24h,
-  change_7d: r.change_7d,
-  change_30d: r.change_30d,
-  change_90d: r.change_90d,
-  avg_7d: r.avg_7d,
-  avg_30d: r.avg_30d,
-  avg_90d: r.avg_90d,
-});
+/** Adds the statistics to `o`, in the spec's order. */
+function putStats(o: Record<string, unknown>, r: Stats): void {
+  o.change_24h = r.change_24h;
+  o.change_7d = r.change_7d;
+  o.change_30d = r.change_30d;
+  o.change_90d = r.change_90d;
+  o.avg_7d = r.avg_7d;
+  o.avg_30d = r.avg_30d;
+  o.avg_90d = r.avg_90d;
+}
 
 /**
  * A row of GET /v1/prices/{market} in its marketplace's shape (routes/schemas.ts listingRowSchema):
@@ -135,39 +136,49 @@ const stats = (r: ListingRow): Stats => ({
  */
 function listingRow(r: ListingRow): Record<string, unknown> {
   const market = getMarket(r.market);
-  const common = {
+  // Property by property, in the shape's order, not from spreads: Node 20's V8 copies an object
+  // spread followed by more properties on a slow path (~30× a literal), and a list's first build
+  // makes one of these per row (33k; bench/bottlenecks.md, 2026-11-27).
+  const o: Record<string, unknown> = {
     id: int(r.id),
     market_hash_name: r.market_hash_name,
     stattrak: bit(r.stattrak),
     souvenir: bit(r.souvenir),
-    [market.priceField]: r.price,
-    ...stats(r),
-    count: r.count,
-    phase: r.phase,
-    updated_at: r.observed_at.toISOString(),
-    liquidity: r.liquidity,
   };
-  if (market.templateIdField) return { ...common, [market.templateIdField]: int(r.template_id) };
-  return { ...common, item_page_url: r.item_page_url, exterior: r.exterior };
+  o[market.priceField] = r.price;
+  putStats(o, r);
+  o.count = r.count;
+  o.phase = r.phase;
+  o.updated_at = r.observed_at.toISOString();
+  o.liquidity = r.liquidity;
+  if (market.templateIdField) o[market.templateIdField] = int(r.template_id);
+  else {
+    o.item_page_url = r.item_page_url;
+    o.exterior = r.exterior;
+  }
+  return o;
 }
 
 /**
  * The outlier guard's verdict (materializer migrations/0007), beyond the spec's fields: whether
  * the price is more than 5× away from every reference, and how far to trust it (0..1).
  */
-const quality = (r: ListingRow) => ({ is_outlier: r.is_outlier, confidence: r.confidence });
+function putQuality(o: Record<string, unknown>, r: ListingRow): Record<string, unknown> {
+  o.is_outlier = r.is_outlier;
+  o.confidence = r.confidence;
+  return o;
+}
 
-/** The catalogue item's per-marketplace object (2.6). */
+/** The catalogue item's per-marketplace object (2.6); built as listingRow is. */
 function catalogueEntry(r: ListingRow): Record<string, unknown> {
-  return {
-    [getMarket(r.market).priceField]: r.price,
-    count: r.count,
-    ...stats(r),
-    liquidity: r.liquidity,
-    updated_at: r.observed_at.toISOString(),
-    phase: r.phase,
-    ...quality(r),
-  };
+  const o: Record<string, unknown> = {};
+  o[getMarket(r.market).priceField] = r.price;
+  o.count = r.count;
+  putStats(o, r);
+  o.liquidity = r.liquidity;
+  o.updated_at = r.observed_at.toISOString();
+  o.phase = r.phase;
+  return putQuality(o, r);
 }
 
 export interface FreshnessRow {
@@ -260,9 +271,10 @@ export class ReadModel {
           snapshot: (snap.rows[0] as { snapshot: string }).snapshot,
           rows: rows.map((r) => {
             const key = listKey(r.market_hash_name, r.phase);
-            return r.price === null
-              ? { key, json: null }
-              : { key, json: JSON.stringify(listingRow(r)), ...(after?.has(key) ? { after: after.get(key) } : {}) };
+            if (r.price === null) return { key, json: null };
+            const change: RowChange = { key, json: JSON.stringify(listingRow(r)) };
+            if (after?.has(key)) change.after = after.get(key) as string | null;
+            return change;
           }),
         };
       });
@@ -286,7 +298,7 @@ export class ReadModel {
       .orderBy('phase')
       .orderBy('market')
       .execute();
-    return rows.map((r) => ({ market: r.market, ...listingRow(r), ...quality(r) }));
+    return rows.map((r) => putQuality(Object.assign({ market: r.market }, listingRow(r)), r));
   }
 
   async buyorders(market: MarketSlug): Promise<Record<string, unknown>[]> {
