@@ -18,7 +18,8 @@
  * transaction, the row locks were held through the recomputation: ~27 s under the platform
  * benchmark's load.)
  *
- * The recomputation is paced (RECOMPUTE_COST_FACTOR): a round in its pause applies markers only.
+ * The recomputation is paced (RECOMPUTE_COST_FACTOR), and waits while ingest is far behind
+ * (BACKLOG_DEFERS): a round in its pause applies markers only.
  *
  *   idle ──poke()/tick──▶ deriving ──nothing ready / lock held elsewhere──▶ idle
  *                           │  ▲
@@ -63,6 +64,11 @@ export interface DeriverOptions {
    * @default 2
    */
   recomputeCostFactor?: number;
+  /**
+   * Records the ingest path has yet to read (materializer.ts: what its partitions' last batches
+   * left unread); past BACKLOG_DEFERS, a due recomputation waits (see there). @default none: never
+   */
+  backlog?: () => number;
 }
 
 /**
@@ -80,6 +86,29 @@ export interface DeriverOptions {
 const RECOMPUTE_COST_FACTOR = 2;
 /** A recomputation that waited long for a lock (wall time, not work) never pauses it longer than this. */
 const MAX_RECOMPUTE_PAUSE_MS = 30_000;
+
+/**
+ * While this process's partitions have more than this many records left to read, a recomputation
+ * of work its own markers queued waits, at most MAX_RECOMPUTE_DEFER_MS from the first marker
+ * that queued it: prices before the values derived from them. In a cold start each marker's
+ * recomputation read the catalogue as it stood so far (1.4, 2.1, 4.0 then 8.8 s in one run) on
+ * the PostgreSQL that the ingest of the rest of the catalogue needed; deferred, fewer of them
+ * cover the same markers. A marketplace's FULL listings cycle is ~33,000 records, so in steady
+ * state one defers it for the seconds its cycle takes to ingest.
+ */
+const BACKLOG_DEFERS = 10_000;
+const MAX_RECOMPUTE_DEFER_MS = 30_000;
+
+/**
+ * Whether the recomputation may run at `now` (pure): not before `dueAt` (its pace); and while
+ * `backlog` records wait for ingest, not until the work queued since `queuedSince` has waited
+ * MAX_RECOMPUTE_DEFER_MS. Work this process did not see queued (undefined: a restart, another
+ * member's markers) runs when due, as it did before there was a deferral.
+ */
+export function recomputeGate(now: number, dueAt: number, backlog: number, queuedSince: number | undefined): boolean {
+  if (now < dueAt) return false;
+  return backlog <= BACKLOG_DEFERS || queuedSince === undefined || now - queuedSince >= MAX_RECOMPUTE_DEFER_MS;
+}
 
 /** The derive path's two transactions: applying markers, and recomputing what they queued. */
 export type DeriveStep = 'markers' | 'recompute';
@@ -113,6 +142,11 @@ export class Deriver {
   private readonly failures = new Backoff({ baseMs: 200, maxMs: 5_000 });
   /** When the next recomputation may start (performance.now()): see RECOMPUTE_COST_FACTOR. */
   private recomputeDueAt = 0;
+  /**
+   * When this process's markers first queued work no recomputation has taken since
+   * (performance.now()): see BACKLOG_DEFERS.
+   */
+  private queuedSince: number | undefined;
 
   constructor(
     private readonly options: DeriverOptions,
@@ -217,9 +251,10 @@ export class Deriver {
         if (applied.length > 0) await notify(client, ['derived', ...touched]);
         return { done: applied };
       });
+      if (markers.length > 0) this.queuedSince ??= performance.now();
       // Its own transaction, after the markers' has released its row locks (migration 0014);
       // paced unless settling (the 1 s timer pokes again, and finds it due).
-      const recomputed = wait || performance.now() >= this.recomputeDueAt ? await this.recompute(client, wait) : [];
+      const recomputed = wait || this.recomputeDue() ? await this.recompute(client, wait) : [];
       if (markers.length > 0) await this.retain(client);
       return markers.length + recomputed.length;
     } finally {
@@ -227,14 +262,24 @@ export class Deriver {
     }
   }
 
+  /** Paced (RECOMPUTE_COST_FACTOR), and deferred while ingest is behind (BACKLOG_DEFERS). */
+  private recomputeDue(): boolean {
+    return recomputeGate(performance.now(), this.recomputeDueAt, this.options.backlog?.() ?? 0, this.queuedSince);
+  }
+
   /** Recomputes what the markers queued; the next run is due RECOMPUTE_COST_FACTOR times its time later. */
   private async recompute(client: PoolClient, wait: boolean): Promise<string[]> {
+    let ran = false;
     const { done, ms } = await this.locked(client, wait, 'recompute', async () => {
+      ran = true;
       const queued = await recomputeDerived(client);
       // `scores`: the lists read liquidity scores only after this (the API's LiquidityLag).
       if (queued) await notify(client, ['derived', 'scores']);
       return { done: queued ? ['recompute'] : [], liquidity: queued?.liquidity };
     });
+    // Committed with the lock held: whatever was queued is recomputed (not so when the lock was
+    // another member's, or the transaction failed: the wait goes on from the same start).
+    if (ran) this.queuedSince = undefined;
     if (done.length > 0) {
       const pause = Math.min(ms * (this.options.recomputeCostFactor ?? RECOMPUTE_COST_FACTOR), MAX_RECOMPUTE_PAUSE_MS);
       this.recomputeDueAt = performance.now() + pause;

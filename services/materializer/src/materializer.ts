@@ -103,6 +103,8 @@ export class Materializer {
   failure: AppError | undefined;
   /** Pauses the other data topics while the listings are behind (options.listingsFirst). */
   private priority: ListingsFirst | undefined;
+  /** Per partition of the assignment (`topic:partition`), the records its last batch left unread. */
+  private readonly unread = new Map<string, number>();
   private priorityTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -215,6 +217,7 @@ export class Materializer {
       this.assignment = payload.memberAssignment;
       this.kafkaMemberId = payload.memberId;
       this.priority?.assigned(payload.memberAssignment[listingsTopic] ?? []);
+      this.unread.clear();
       // Emitted after the group's sync, before the first fetch of the new assignment: every batch
       // awaits this check, so no partition of the assignment is applied before its offsets are.
       // A mismatch stops the materializer even if no batch comes; other failures (Kafka or
@@ -260,6 +263,12 @@ export class Materializer {
         ...(this.options.recomputeCostFactor === undefined
           ? {}
           : { recomputeCostFactor: this.options.recomputeCostFactor }),
+        // What this process's partitions have left to read: recomputations wait while it is large.
+        backlog: () => {
+          let records = 0;
+          for (const n of this.unread.values()) records += n;
+          return records;
+        },
       },
       { pool, logger },
     );
@@ -289,13 +298,20 @@ export class Materializer {
         if (result.pastEnd) await this.verify({ [batch.topic]: [batch.partition] });
         if (this.state === 'erroring') this.state = 'consuming';
         const last = batch.messages.at(-1);
-        if (last)
+        if (last) {
+          const nextOffset = BigInt(last.offset) + 1n;
+          // Only partitions still this process's (a batch of the previous assignment may end
+          // after a rebalance); a fetch older than the offset after it left nothing.
+          const end = batch.highWatermark === undefined ? nextOffset : BigInt(batch.highWatermark);
+          if (this.assignment?.[batch.topic]?.includes(batch.partition))
+            this.unread.set(`${batch.topic}:${batch.partition}`, end > nextOffset ? Number(end - nextOffset) : 0);
           this.priority?.observe(batch.topic, batch.partition, {
             highWatermark: batch.highWatermark,
-            nextOffset: BigInt(last.offset) + 1n,
+            nextOffset,
             lastTimestamp: batch.lastTimestamp,
             receivedAt,
           });
+        }
         const report = { ...result, topic: batch.topic, partition: batch.partition, ms: performance.now() - t0 };
         this.lastBatchAt = new Date();
         this.record(report);
