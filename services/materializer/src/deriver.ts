@@ -143,8 +143,8 @@ export class Deriver {
   /** When the next recomputation may start (performance.now()): see RECOMPUTE_COST_FACTOR. */
   private recomputeDueAt = 0;
   /**
-   * When this process's markers first queued work no recomputation has taken since
-   * (performance.now()): see BACKLOG_DEFERS.
+   * When this process's markers first queued work that no recomputation of this process has
+   * taken since (performance.now()): see BACKLOG_DEFERS.
    */
   private queuedSince: number | undefined;
 

@@ -309,11 +309,12 @@ async function judgeAgain(client: PoolClient, markers: readonly PollCycleRow[]):
   // Never a nested loop over sequential scans: misjudging how many items the cycles touched, the
   // planner may otherwise pick one over listings_current. For cycles that wrote a few thousand
   // rows both joins follow an index (the cycles' rows by marketplace, the items' rows by name):
-  // O(touched rows × log n) whatever the estimates. Past JUDGE_SCANS_ABOVE (a cold start's first
-  // cycles, a large marketplace's FULL cycle) whole scans and hash joins cost less than an index
-  // step per item: five first cycles (90k items, 316k rows, every verdict rewritten) took 5.28 s
-  // by the index, 4.91 s by hash joins, the rows' read 1.25 s against 0.42 s (EXPLAIN ANALYZE on
-  // the materialize bench's schema).
+  // O(touched rows × log n) whatever the estimates. Past JUDGE_SCANS_ABOVE whole scans and hash
+  // joins: five first cycles of a cold start (90k items, 316k rows, every verdict rewritten) took
+  // 5.28 s by the index, 4.91 s by hash joins, the rows' read 1.25 s against 0.42 s (EXPLAIN
+  // ANALYZE on the materialize bench's schema). A large marketplace's FULL cycle crosses the
+  // threshold too; there, with few verdicts moving, the update's hash join over a whole scan
+  // (~0.15 s at full size) replaces a row-address step per changed row: not measured apart.
   const wrote = markers.reduce((n, m) => n + m.events_emitted, 0);
   const off = wrote > JUDGE_SCANS_ABOVE ? 'enable_nestloop' : 'enable_seqscan';
   await client.query(`SELECT set_config($1, 'off', true)`, [off]);
