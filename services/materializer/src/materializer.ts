@@ -41,7 +41,7 @@ import { Deriver, type DeriveReport } from './deriver.js';
 import { Heartbeat } from './heartbeat.js';
 import type { MaterializerMetrics } from './metrics.js';
 import { clusterIdOf, isOffsetsMismatch, verifyStoredOffsets } from './offsets.js';
-import { ListingsFirst, type PriorityOptions } from './priority.js';
+import { ListingsFirst, recordsLeft, type PriorityOptions } from './priority.js';
 
 export type MaterializerState =
   'created' | 'migrating' | 'verifying' | 'consuming' | 'erroring' | 'stopping' | 'stopped' | 'failed';
@@ -301,10 +301,9 @@ export class Materializer {
         if (last) {
           const nextOffset = BigInt(last.offset) + 1n;
           // Only partitions still this process's (a batch of the previous assignment may end
-          // after a rebalance); a fetch older than the offset after it left nothing.
-          const end = batch.highWatermark === undefined ? nextOffset : BigInt(batch.highWatermark);
+          // after a rebalance).
           if (this.assignment?.[batch.topic]?.includes(batch.partition))
-            this.unread.set(`${batch.topic}:${batch.partition}`, end > nextOffset ? Number(end - nextOffset) : 0);
+            this.unread.set(`${batch.topic}:${batch.partition}`, recordsLeft(batch.highWatermark, nextOffset));
           this.priority?.observe(batch.topic, batch.partition, {
             highWatermark: batch.highWatermark,
             nextOffset,

@@ -7,6 +7,7 @@ import {
   type PartitionView,
   type PriorityOptions,
   type PriorityState,
+  recordsLeft,
 } from './priority.js';
 
 const opts: PriorityOptions = {
@@ -202,5 +203,14 @@ describe('ListingsFirst', () => {
     const { p, calls, now } = setup();
     p.observe('listings.v1', 0, { highWatermark: '10', nextOffset: 50n, lastTimestamp: now(), receivedAt: now() });
     expect(calls).toEqual([]);
+  });
+});
+
+describe('recordsLeft', () => {
+  it('is what the partition held past the batch when it was fetched, never less than nothing', () => {
+    expect(recordsLeft('100', 40n)).toBe(60);
+    expect(recordsLeft('40', 40n)).toBe(0);
+    expect(recordsLeft('30', 40n)).toBe(0); // a stale fetch
+    expect(recordsLeft(undefined, 5n)).toBe(0);
   });
 });

@@ -32,6 +32,16 @@
  * and the other kinds' markers wait for their data in the derive path as they always have.
  */
 
+/**
+ * Records a batch left unread in its partition: the partition's high watermark when the batch was
+ * fetched minus the offset after the batch. A high watermark below that offset (a stale fetch),
+ * or none, is nothing left, not less.
+ */
+export function recordsLeft(highWatermark: string | undefined, nextOffset: bigint): number {
+  const left = highWatermark === undefined ? 0n : BigInt(highWatermark) - nextOffset;
+  return left > 0n ? Number(left) : 0;
+}
+
 export interface PriorityOptions {
   /** Records a listings batch left unread in its partition above which the others are paused. */
   pauseAbove: number;
@@ -149,10 +159,8 @@ export class ListingsFirst {
     },
   ): void {
     if (topic !== this.listingsTopic) return;
-    const left = batch.highWatermark === undefined ? 0n : BigInt(batch.highWatermark) - batch.nextOffset;
     this.views.set(partition, {
-      // A high watermark below the next offset (a stale fetch) is nothing left, not less.
-      left: Number(left > 0n ? left : 0n),
+      left: recordsLeft(batch.highWatermark, batch.nextOffset),
       ageMs: batch.lastTimestamp === undefined ? 0 : Math.max(0, batch.receivedAt - batch.lastTimestamp),
       at: this.clock(),
     });
