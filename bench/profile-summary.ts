@@ -3,7 +3,11 @@
  * (inclusive) time, with their share of the sampled time, and the share per package. This is how
  * bench/bottlenecks.md names a bottleneck with a profile rather than a guess.
  *
- *   node --import tsx bench/profile-summary.ts FILE.cpuprofile [--top 25]
+ *   node --import tsx bench/profile-summary.ts FILE.cpuprofile [--top 25] [--from S] [--until S]
+ *
+ * --from / --until keep the samples taken in that window, in seconds from the profile's start
+ * (a service's profile starts with its process): a platform run's cold start is its first
+ * minute, and a whole-run profile would drown it in the freshness phase after it.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -22,7 +26,11 @@ interface Profile {
 }
 
 const { values, positionals } = parseArgs({
-  options: { top: { type: 'string', default: '25' } },
+  options: {
+    top: { type: 'string', default: '25' },
+    from: { type: 'string', default: '0' },
+    until: { type: 'string', default: 'Infinity' },
+  },
   allowPositionals: true,
 });
 const top = Number(values.top);
@@ -33,9 +41,18 @@ const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map<number, number>();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 
-// Self time per node from the samples (each sample's delta is the time until it was taken).
+// Self time per node from the samples (each sample's delta is the time until it was taken), for
+// the samples taken inside the window.
+const fromUs = Number(values.from) * 1e6;
+const untilUs = Number(values.until) * 1e6;
+if (!(fromUs >= 0) || !(untilUs > fromUs)) throw new Error('--from and --until: seconds, from < until');
 const selfUs = new Map<number, number>();
-profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+let atUs = 0;
+profile.samples.forEach((id, i) => {
+  const delta = profile.timeDeltas[i] ?? 0;
+  atUs += delta;
+  if (atUs >= fromUs && atUs < untilUs) selfUs.set(id, (selfUs.get(id) ?? 0) + delta);
+});
 const totalUs = [...selfUs.values()].reduce((a, b) => a + b, 0);
 
 const shortUrl = (url: string): string => {
@@ -81,7 +98,8 @@ const print = (title: string, m: Map<string, number>, n: number) => {
   console.log(`\n${title}`);
   for (const [k, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, n)) console.log(`  ${pct(us)}  ${k}`);
 };
-console.log(`${positionals[0]}: ${(totalUs / 1e6).toFixed(2)} s sampled, ${profile.samples.length} samples`);
+const window = fromUs > 0 || untilUs < Infinity ? ` (${values.from}-${values.until} s)` : '';
+console.log(`${positionals[0]}${window}: ${(totalUs / 1e6).toFixed(2)} s sampled, ${profile.samples.length} samples`);
 print('self time by package', packages, 15);
 print('self time by function', self, top);
 print('total time by function', inclusive, top);

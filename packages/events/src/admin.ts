@@ -1,7 +1,8 @@
 /** Topic administration: create the project's topics (or a test's own copies) and wait for Kafka. */
 import { AppError } from '@skinprices/domain';
-// The default import: Node's CommonJS export detection misses kafkajs' ConfigResourceTypes.
-import kafkajs, { type Admin, type Kafka } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
+// The whole module: Node's CommonJS export detection misses kafkajs' ConfigResourceTypes.
+import kafkajs from './kafkajs.js';
 import type { TopicDefinition } from './schemas.js';
 
 /**

@@ -2,7 +2,8 @@
  * Kafka client construction plus producer and consumer helpers that speak our events.
  */
 import { AppError } from '@skinprices/domain';
-import { Kafka, logLevel, type Consumer, type KafkaConfig, type Producer, type RecordMetadata } from 'kafkajs';
+import type { Consumer, KafkaConfig, Producer, RecordMetadata } from 'kafkajs';
+import { Kafka, logLevel } from './kafkajs.js';
 import { eventKey, keyHeaders } from './keys.js';
 import { patchKafkajsIdleLoop } from './idle-loop.js';
 import { DefaultPartitioner, partitionOfKey } from './partitioner.js';
