@@ -22,3 +22,4 @@ export {
 } from './kafka.js';
 export { deleteTopics, ensureTopics, waitForKafka } from './admin.js';
 export { KAFKAJS_REQUEST_QUEUE } from './idle-loop.js';
+export { kafkajsPatches, type KafkajsPatch } from './kafkajs.js';

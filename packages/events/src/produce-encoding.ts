@@ -4,20 +4,18 @@
  * timestamp delta a BigInt-backed Long, and the record's options are copied with an object
  * spread followed by properties (V8's slow path in Node 20). The bytes are then copied four
  * more times on their way into the request (record → batch body → batch → partition → request).
- * Before that, its `groupMessagesPerPartition` copies a partition's whole message array for
- * every message it adds (`[...current, message]`): quadratic in a send's records per partition.
  *
  * Measured (2026-11-27, profiles of a full-size cold start): the materializer's outbox relay
- * sends 5,000 changes a transaction to two topics, and the grouping plus the request encoding
- * took ~20% of its thread, with a large part of its 15% in the garbage collector; every poller
- * spends a like share of its produce path there.
+ * sends 5,000 changes a transaction to two topics, and the request encoding plus kafkajs's
+ * grouping (partition-grouping.ts) took ~20% of its thread, with a large part of its 15% in the
+ * garbage collector; every poller spends a like share of its produce path there.
  *
  * This module writes the same bytes in one pass into one buffer (sizes first, then the
- * records, then the CRC-32C of the batch body), and groups in linear time. Anything outside
- * the shape our producers send — compression, a message timestamp, keys or values other than
- * bytes or strings, headers other than strings or bytes — goes to kafkajs's own encoder, so
- * the result is always what kafkajs would send (produce-encoding.test.ts compares the bytes).
- * kafkajs.ts installs both before kafkajs is first loaded.
+ * records, then the CRC-32C of the batch body). Anything outside the shape producers send —
+ * compression, a message timestamp, keys or values other than bytes or strings, headers other
+ * than strings or bytes, arguments kafkajs would choke on — goes to kafkajs's own encoder, so
+ * the result is what kafkajs would send or the error it would throw (produce-encoding.test.ts
+ * compares them). kafkajs.ts installs it before kafkajs's first produce request.
  */
 
 /** What kafkajs's produce v3 request factory takes (protocol/requests/produce/v3/request.js). */
@@ -26,11 +24,11 @@ export interface ProduceRequestArgs {
   timeout: number;
   transactionalId?: string | null;
   producerId?: unknown;
-  producerEpoch?: number;
-  compression?: number;
+  producerEpoch?: number | null;
+  compression?: number | null;
   topicData: readonly {
     topic: string;
-    partitions: readonly { partition: number; firstSequence?: number; messages: readonly ProduceMessage[] }[];
+    partitions: readonly { partition: number; firstSequence?: number | null; messages: readonly ProduceMessage[] }[];
   }[];
 }
 
@@ -102,9 +100,7 @@ function lengthOf(v: unknown): number | undefined {
 function writeBytes(buf: Buffer, at: number, v: unknown, length: number): number {
   at = writeVarInt(buf, at, length);
   if (length <= 0) return at;
-  if (typeof v === 'string') buf.write(v, at, length, 'utf8');
-  else (v as Buffer).copy(buf, at);
-  return at + length;
+  return at + (typeof v === 'string' ? buf.write(v, at, length, 'utf8') : (v as Buffer).copy(buf, at));
 }
 
 /** A message's headers flattened as kafkajs flattens them (arrays to one header per value). */
@@ -175,9 +171,11 @@ export function encodeProduceRequest(
   parts: KafkajsParts,
   now: () => number = Date.now,
 ): { buf: Buffer; offset: number } | undefined {
-  if ((args.compression ?? 0) !== 0) return undefined;
+  // kafkajs's defaults apply to undefined only; a null it would choke on goes to it to choke on.
+  if (args.compression !== undefined && args.compression !== 0) return undefined;
+  if (args.producerId === null || args.producerEpoch === null) return undefined;
   const transactionalId = args.transactionalId ?? null;
-  const producerId = parts.Long.fromValue(args.producerId ?? -1);
+  const producerId = parts.Long.fromValue(args.producerId === undefined ? -1 : args.producerId);
   const producerEpoch = args.producerEpoch ?? 0;
   const attributes = transactionalId ? TRANSACTIONAL_MASK : 0;
 
@@ -185,10 +183,12 @@ export function encodeProduceRequest(
   const topics = [];
   let size = 2 + (transactionalId === null ? 0 : Buffer.byteLength(transactionalId, 'utf8')) + 2 + 4 + 4;
   for (const t of args.topicData) {
+    if (typeof t.topic !== 'string') return undefined;
     const topicLength = Buffer.byteLength(t.topic, 'utf8');
     size += 2 + topicLength + 4;
     const partitions = [];
     for (const p of t.partitions) {
+      if (p.firstSequence === null) return undefined;
       const planned = planRecords(p.messages);
       if (planned === undefined) return undefined;
       // Partition, record batch size; the batch: first offset, its length, then the batch itself.
@@ -262,44 +262,22 @@ export function encodeProduceRequest(
   return encoder;
 }
 
+type RequestFactory = (args: ProduceRequestArgs) => ProduceRequest;
+
+/** Marks a factory fastProduceRequest made, so a second install does not wrap it again. */
+const FAST = Symbol.for('skinprices.fastProduceRequest');
+
 /**
  * kafkajs's produce v3 request factory with `encode` taking the one-pass path when it can
  * (kafkajs's own `encode` otherwise). Produce v4-v7 requests are built on v3's.
  */
-export function fastProduceRequest(
-  original: (args: ProduceRequestArgs) => ProduceRequest,
-  parts: KafkajsParts,
-): (args: ProduceRequestArgs) => ProduceRequest {
-  return (args) => {
+export function fastProduceRequest(original: RequestFactory, parts: KafkajsParts): RequestFactory {
+  if (FAST in original) return original;
+  const factory: RequestFactory = (args) => {
     const request = original(args);
     const own = request.encode;
     request.encode = async () => encodeProduceRequest(args, parts) ?? own();
     return request;
   };
-}
-
-/** What kafkajs's groupMessagesPerPartition takes. */
-export interface GroupArgs<M> {
-  topic: string;
-  partitionMetadata: readonly unknown[];
-  messages: readonly M[];
-  partitioner: (args: { topic: string; partitionMetadata: readonly unknown[]; message: M }) => number;
-}
-
-/** kafkajs's groupMessagesPerPartition in linear time: the same object, arrays in message order. */
-export function groupMessagesPerPartition<M>({
-  topic,
-  partitionMetadata,
-  messages,
-  partitioner,
-}: GroupArgs<M>): Record<number, M[]> {
-  const result: Record<number, M[]> = {};
-  if (partitionMetadata.length === 0) return result;
-  for (const message of messages) {
-    const partition = partitioner({ topic, partitionMetadata, message });
-    const list = result[partition];
-    if (list === undefined) result[partition] = [message];
-    else list.push(message);
-  }
-  return result;
+  return Object.assign(factory, { [FAST]: true });
 }

@@ -1,7 +1,7 @@
 /** Wires the materializer: config → pool, Kafka, serde → Materializer + OutboxPublisher. */
 import { AppError } from '@skinprices/domain';
 import { DailyExportScheduler, SalesExportCache } from '@skinprices/exports';
-import { createKafka, EventProducer, EventSerde } from '@skinprices/events';
+import { createKafka, EventProducer, EventSerde, kafkajsPatches } from '@skinprices/events';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
 import { createPool, ensureDatabase, ensureSchema } from '@skinprices/store';
 import { materializerConfigSchema, MIGRATIONS_DIR } from './config.js';
@@ -94,4 +94,8 @@ const exports = new DailyExportScheduler(new SalesExportCache(pool), {
 exports.start();
 shutdown.register('daily-export', () => exports.stop());
 shutdown.listen();
-logger.info({ group: config.GROUP_ID, schema: config.DATABASE_SCHEMA }, 'materializer started');
+// kafkajs: whether its produce path is ours (packages/events/src/kafkajs.ts); 'patched' expected.
+logger.info(
+  { group: config.GROUP_ID, schema: config.DATABASE_SCHEMA, kafkajs: kafkajsPatches },
+  'materializer started',
+);

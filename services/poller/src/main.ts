@@ -1,5 +1,5 @@
 /** Wires one marketplace's poller: config → clients → Poller; named shutdown handlers. */
-import { createKafka, EventProducer, EventSerde } from '@skinprices/events';
+import { createKafka, EventProducer, EventSerde, kafkajsPatches } from '@skinprices/events';
 import { AppError, marketsWith } from '@skinprices/domain';
 import { adapterFor, UpstreamClient } from '@skinprices/marketplaces';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
@@ -99,6 +99,7 @@ poller.start();
 shutdown.register('poller', () => poller.stop());
 shutdown.listen();
 logger.info(
-  { kinds: poller.kinds, upstream: config.UPSTREAM_BASE_URL, format: market.upstreamFormat },
+  // kafkajs: whether its produce path is ours (packages/events/src/kafkajs.ts); 'patched' expected.
+  { kinds: poller.kinds, upstream: config.UPSTREAM_BASE_URL, format: market.upstreamFormat, kafkajs: kafkajsPatches },
   'poller started',
 );
