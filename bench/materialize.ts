@@ -164,16 +164,18 @@ for (let run = 0; run < runs; run++) {
   );
   // The ingest path is timed from the receipt of the first batch to the commit of the last
   // listings record; the derive path (the markers: vanished items, statistics, the outlier
-  // guard's second look, liquidity, market cap) from there to the last marker applied.
+  // guard's second look, liquidity, market cap) from there to the last marker applied and the
+  // second look after it (its own transaction since migration 0017).
   let first: number | undefined;
   let ingested = 0;
   let derived = 0;
   let batches = 0;
   let listingRecords = 0;
   let markersApplied = 0;
+  let judgedAfterAll = false;
   const done = new Promise<void>((resolve) => {
     const check = () => {
-      if (listingRecords === events.length && markersApplied === markers.length) resolve();
+      if (listingRecords === events.length && markersApplied === markers.length && judgedAfterAll) resolve();
     };
     materializer.onBatch((r) => {
       const now = performance.now();
@@ -188,6 +190,7 @@ for (let run = 0; run < runs; run++) {
     materializer.onDerive((r) => {
       derived = performance.now();
       markersApplied += r.markers.length;
+      if (r.step === 'judge' && markersApplied === markers.length) judgedAfterAll = true;
       check();
     });
   });

@@ -127,10 +127,14 @@ try {
     errors.push(
       `not caught up in 180 s: victim ${await applied(victim.pool)}, reference ${await applied(reference.pool)} of ${total}`,
     );
-  // Markers apply once their data is in, and what they queue is recomputed in a second
-  // transaction (migration 0014): let both land, on both sides, before judging.
+  // Markers apply once their data is in, and what they queue is judged again and recomputed in
+  // transactions of their own (migrations 0017, 0014): let all land, on both sides, before judging.
   const queued = async (pool: Pool) =>
-    (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM derive_pending')).rows[0]?.n ?? 0;
+    (
+      await pool.query<{ n: number }>(
+        'SELECT ((SELECT count(*) FROM derive_pending) + (SELECT count(*) FROM judge_pending))::int AS n',
+      )
+    ).rows[0]?.n ?? 0;
   const equal = await within(
     30_000,
     async () =>

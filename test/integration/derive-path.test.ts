@@ -68,12 +68,13 @@ describe('derive path apart from ingest', () => {
   let suffix: string;
   let pool: Pool;
   let poller: Awaited<ReturnType<typeof startPoller>>['poller'];
+  let materializer: Awaited<ReturnType<typeof startMaterializer>>;
 
   beforeAll(async () => {
     sim = await startSimulator(stack, 150);
     suffix = await projectTopics(stack);
     ({ pool } = await stack.schema());
-    await startMaterializer(stack, suffix, pool, { deriveIntervalMs: 200 });
+    materializer = await startMaterializer(stack, suffix, pool, { deriveIntervalMs: 200 });
     poller = (await startPoller(stack, sim, 'cn-b', suffix)).poller;
   }, 60_000);
   afterAll(() => stack.cleanup());
@@ -152,6 +153,27 @@ describe('derive path apart from ingest', () => {
     } finally {
       await holder.query('ROLLBACK').catch(() => undefined);
       holder.release();
+    }
+  }, 60_000);
+
+  it("judges the outlier guard again in a transaction of its own, once the markers' has committed", async () => {
+    const steps: { step: string; markers: string[] }[] = [];
+    const off = materializer.onDerive((r) => steps.push({ step: r.step, markers: r.markers }));
+    try {
+      const cycle = await poller.runOnce('LISTINGS');
+      // untilApplied waits for judge_pending to empty too (migration 0017).
+      await untilApplied(pool, cycle.marker.cycle_id);
+      // The listener hears a transaction after its commit: wait for the reports too.
+      const at = await until('the markers and the second look reported', async () => {
+        const i = steps.findIndex((s) => s.step === 'markers' && s.markers.includes(cycle.marker.cycle_id));
+        return i >= 0 && steps.slice(i + 1).some((s) => s.step === 'judge') ? i : undefined;
+      });
+      // The markers' transaction committed (reported) first; the second look came after it.
+      expect(steps[at]?.step).toBe('markers');
+      const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM judge_pending');
+      expect(rows[0]?.n).toBe(0);
+    } finally {
+      off();
     }
   }, 60_000);
 

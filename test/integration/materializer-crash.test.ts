@@ -15,7 +15,7 @@ import { TestStack } from '../support/stack.js';
 /** Order-independent fingerprints of every table the materializer owns (ids and wall-clock times left out). */
 const TABLES: Record<string, string> = {
   listings_current:
-    'SELECT market, market_hash_name, phase, currency, price, count, exterior, stattrak, souvenir, template_id, observed_at, cycle_id FROM listings_current',
+    'SELECT market, market_hash_name, phase, currency, price, count, exterior, stattrak, souvenir, template_id, observed_at, cycle_id, is_outlier, confidence FROM listings_current',
   listing_hourly: 'SELECT market, market_hash_name, phase, hour, price, count, observed_at FROM listing_hourly',
   listing_daily: 'SELECT market, market_hash_name, phase, day, close, count, observed_at FROM listing_daily',
   price_change_outbox:
@@ -29,6 +29,8 @@ const TABLES: Record<string, string> = {
   item_liquidity_score: 'SELECT market_hash_name, phase, score FROM item_liquidity_score',
   market_cap_hourly: 'SELECT hour, market_cap, items, cleaned FROM market_cap_hourly',
   derive_pending: 'SELECT count(*) AS queued FROM derive_pending',
+  // And between the markers' transaction and the second look (migration 0017).
+  judge_pending: 'SELECT count(*) AS queued FROM judge_pending',
 };
 
 /**

@@ -388,7 +388,8 @@ describe('scale-out: two materializers in one group, two APIs with shared limits
       const { rows } = await pool.query<{ records: string; applied: number }>(
         `SELECT (SELECT coalesce(sum(next_offset), 0) FROM consumer_offsets)::text AS records,
                 (SELECT count(*)::int FROM poll_cycles WHERE cycle_id = ANY($1) AND applied_at IS NOT NULL
-                   AND NOT EXISTS (SELECT 1 FROM derive_pending)) AS applied`,
+                   AND NOT EXISTS (SELECT 1 FROM derive_pending)
+                   AND NOT EXISTS (SELECT 1 FROM judge_pending)) AS applied`,
         [cycleIds],
       );
       return Number(rows[0]?.records) >= total && rows[0]?.applied === cycleIds.length ? true : undefined;

@@ -126,7 +126,8 @@ describe('/v1/status on a real pipeline', () => {
     listener.release();
     const tags = new Set(payloads.flatMap((p) => parsePayload(p).tags ?? ['untagged']));
     expect(payloads.every((p) => parsePayload(p).schema === schema)).toBe(true);
-    // The derive path's two transactions: `derived` (markers), then `derived,scores` (liquidity).
+    // The derive path's transactions: `derived` (markers, and the second look if a verdict moved),
+    // then `derived,scores` (liquidity).
     expect([...tags].sort()).toEqual(['derived', 'listing:cn-a', 'scores']);
     // The heartbeat measures lag on its own beat, so the first one after the batch may still count it.
     const { s } = await until(

@@ -183,10 +183,12 @@ export async function startMaterializer(
 }
 
 /**
- * Whether the marker of `cycleId` is applied and what it queued recomputed (liquidity, market cap:
- * the derive path's second transaction, migration 0014).
+ * Whether the marker of `cycleId` is applied and what it queued done: the outlier guard's second
+ * look (migration 0017) and the recomputation of liquidity and the market cap (migration 0014),
+ * the derive path's transactions after the markers'.
  */
-const DERIVED_SQL = `SELECT applied_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM derive_pending) AS done
+const DERIVED_SQL = `SELECT applied_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM derive_pending)
+    AND NOT EXISTS (SELECT 1 FROM judge_pending) AS done
   FROM poll_cycles WHERE cycle_id = $1`;
 
 /** Waits until the materializer has applied the marker of `cycleId` and recomputed what it queued. */

@@ -11,15 +11,17 @@
  * freshness p99 12.6 s, a cold catalogue 145 s (bench/bottlenecks.md). Now a batch commits what
  * it read and nothing else; this loop catches up behind it.
  *
- * Each round is two transactions: the markers' (what a COMPLETE cycle implies, statistics, the
- * outlier guard, freshness, the clock — row locks on listings_current that ingest batches wait
- * for) commits first and queues the recomputation (derive_pending, migration 0014); the second
- * recomputes liquidity and the market cap, writing no table ingest writes. (When they were one
- * transaction, the row locks were held through the recomputation: ~27 s under the platform
- * benchmark's load.)
+ * Each round is up to three transactions: the markers' (what a COMPLETE cycle implies,
+ * statistics, freshness, the clock — row locks on listings_current that ingest batches wait for)
+ * commits first and queues the outlier guard's second look (judge_pending, migration 0017) and
+ * the recomputation (derive_pending, migration 0014); the second judges again the rows of the
+ * items the listings cycles wrote; the third recomputes liquidity and the market cap, writing no
+ * table ingest writes. (When markers and recomputation were one transaction, the row locks were
+ * held through the recomputation: ~27 s under the platform benchmark's load; when the second look
+ * was in the markers' transaction, a cold start's statuses waited 4-5 s a clump for it.)
  *
- * The recomputation is paced (RECOMPUTE_COST_FACTOR), and waits while ingest is far behind
- * (BACKLOG_DEFERS): a round in its pause applies markers only.
+ * The second look and the recomputation wait while ingest is far behind (BACKLOG_DEFERS), and
+ * the recomputation is paced (RECOMPUTE_COST_FACTOR): a round in their pause applies markers only.
  *
  *   idle ──poke()/tick──▶ deriving ──nothing ready / lock held elsewhere──▶ idle
  *                           │  ▲
@@ -36,14 +38,14 @@
  * all the data at the same clock in a replay as live (markers.ts, recomputeDerived).
  *
  * Retention (dropping day partitions of listing_hourly past the window) runs in a short
- * transaction of its own after both, with a lock timeout: the DROP needs an exclusive
+ * transaction of its own after the others, with a lock timeout: the DROP needs an exclusive
  * lock on listing_hourly, which every ingest batch writes, and must never hold them up.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Pool, PoolClient } from '@skinprices/store';
 import { dropOldHourPartitions, type LiquidityRefresh } from './derived.js';
-import { applyReadyMarkers, recomputeDerived } from './markers.js';
+import { applyReadyMarkers, judgePending, judgeWaited, recomputeDerived } from './markers.js';
 
 export type DeriverState = 'idle' | 'deriving' | 'stopping' | 'stopped';
 
@@ -66,7 +68,8 @@ export interface DeriverOptions {
   recomputeCostFactor?: number;
   /**
    * Records the ingest path has yet to read (materializer.ts: what its partitions' last batches
-   * left unread); past BACKLOG_DEFERS, a due recomputation waits (see there). @default none: never
+   * left unread); past BACKLOG_DEFERS, a due recomputation or second look waits (see there).
+   * @default none: never
    */
   backlog?: () => number;
 }
@@ -89,29 +92,31 @@ const MAX_RECOMPUTE_PAUSE_MS = 30_000;
 
 /**
  * While this process's partitions have more than this many records left to read, a recomputation
- * of work its own markers queued waits, at most MAX_RECOMPUTE_DEFER_MS from the first marker
- * that queued it: prices before the values derived from them. In a cold start each marker's
- * recomputation read the catalogue as it stood so far (1.4, 2.1, 4.0 then 8.8 s in one run) on
- * the PostgreSQL that the ingest of the rest of the catalogue needed; deferred, fewer of them
- * cover the same markers. A marketplace's FULL listings cycle is ~33,000 records, so in steady
- * state one defers it for the seconds its cycle takes to ingest.
+ * (or a second look of the outlier guard) of work its own markers queued waits, at most
+ * MAX_RECOMPUTE_DEFER_MS from the first marker that queued it: prices before the values derived
+ * from them. In a cold start each marker's recomputation read the catalogue as it stood so far
+ * (1.4, 2.1, 4.0 then 8.8 s in one run), and each clump's second look its currency's catalogue
+ * (4-5 s), on the PostgreSQL that the ingest of the rest of the catalogue needed; deferred, fewer
+ * of them cover the same markers. A marketplace's FULL listings cycle is ~33,000 records, so in
+ * steady state one defers it for the seconds its cycle takes to ingest.
  */
 const BACKLOG_DEFERS = 10_000;
 const MAX_RECOMPUTE_DEFER_MS = 30_000;
 
 /**
- * Whether the recomputation may run at `now` (pure): not before `dueAt` (its pace); and while
- * `backlog` records wait for ingest, not until the work queued since `queuedSince` has waited
- * MAX_RECOMPUTE_DEFER_MS. Work this process did not see queued (undefined: a restart, another
- * member's markers) runs when due, as it did before there was a deferral.
+ * Whether the recomputation (or the second look: dueAt 0) may run at `now` (pure): not before
+ * `dueAt` (the recomputation's pace); and while `backlog` records wait for ingest, not until the
+ * work queued since `queuedSince` has waited MAX_RECOMPUTE_DEFER_MS. Recomputations this process
+ * did not see queued (undefined: a restart, another member's markers) run when due, as they did
+ * before there was a deferral; the second look knows its oldest row's queued_at, whoever queued it.
  */
 export function recomputeGate(now: number, dueAt: number, backlog: number, queuedSince: number | undefined): boolean {
   if (now < dueAt) return false;
   return backlog <= BACKLOG_DEFERS || queuedSince === undefined || now - queuedSince >= MAX_RECOMPUTE_DEFER_MS;
 }
 
-/** The derive path's two transactions: applying markers, and recomputing what they queued. */
-export type DeriveStep = 'markers' | 'recompute';
+/** The derive path's transactions: applying markers, judging again and recomputing what they queued. */
+export type DeriveStep = 'markers' | 'judge' | 'recompute';
 
 /** What a listener hears after each derive transaction that did something. */
 export interface DeriveReport {
@@ -231,13 +236,15 @@ export class Deriver {
   }
 
   /**
-   * One round of the derive path: the markers' transaction, then the recomputation's; returns how
-   * many markers it applied plus 1 if it recomputed (0: nothing to do, or locked elsewhere).
+   * One round of the derive path: the markers' transaction, then the second look's and the
+   * recomputation's; returns how many markers it applied plus 1 for each of the other two that ran
+   * (0: nothing to do, or locked elsewhere).
    */
   private async deriveOnce(wait: boolean): Promise<number> {
     const client = await this.deps.pool.connect();
     try {
       await this.analyzeGrown(client);
+      let judgeWaitedMs: number | undefined;
       const { done: markers } = await this.locked(client, wait, 'markers', async () => {
         const touched = new Set<string>();
         const applied = await applyReadyMarkers(client, this.options.groupId, {
@@ -245,26 +252,54 @@ export class Deriver {
           logger: this.deps.logger,
           touched,
         });
-        // Readers hear of it when, and only if, it commits: `derived` for the statistics, outlier
-        // flags and the clock (every list, slowly moving), and the tags of the lists whose rows
-        // the markers removed (price changes, like ingest's).
+        // Readers hear of it when, and only if, it commits: `derived` for the statistics and the
+        // clock (every list, slowly moving), and the tags of the lists whose rows the markers
+        // removed (price changes, like ingest's).
         if (applied.length > 0) await notify(client, ['derived', ...touched]);
+        // Queued by these markers or by any before them (another member's, a restart's): its
+        // deferral counts from the oldest row's queued_at, whoever queued it.
+        judgeWaitedMs = await judgeWaited(client);
         return { done: applied };
       });
-      if (markers.length > 0) this.queuedSince ??= performance.now();
-      // Its own transaction, after the markers' has released its row locks (migration 0014);
-      // paced unless settling (the 1 s timer pokes again, and finds it due).
-      const recomputed = wait || this.recomputeDue() ? await this.recompute(client, wait) : [];
+      const now = performance.now();
+      if (markers.length > 0) this.queuedSince ??= now;
+      // Both in transactions of their own, after the markers' has released its row locks; the
+      // second look holds row locks only while it writes, the recomputation none ingest waits for.
+      const judged =
+        judgeWaitedMs !== undefined && (wait || this.due(0, now - judgeWaitedMs)) ? await this.judge(client, wait) : [];
+      // Paced unless settling (the 1 s timer pokes again, and finds it due).
+      const recomputed =
+        wait || this.due(this.recomputeDueAt, this.queuedSince) ? await this.recompute(client, wait) : [];
       if (markers.length > 0) await this.retain(client);
-      return markers.length + recomputed.length;
+      return markers.length + judged.length + recomputed.length;
     } finally {
       client.release();
     }
   }
 
-  /** Paced (RECOMPUTE_COST_FACTOR), and deferred while ingest is behind (BACKLOG_DEFERS). */
-  private recomputeDue(): boolean {
-    return recomputeGate(performance.now(), this.recomputeDueAt, this.options.backlog?.() ?? 0, this.queuedSince);
+  /** Not before `dueAt` (the recomputation's pace), and deferred while ingest is behind (BACKLOG_DEFERS). */
+  private due(dueAt: number, queuedSince: number | undefined): boolean {
+    return recomputeGate(performance.now(), dueAt, this.options.backlog?.() ?? 0, queuedSince);
+  }
+
+  /**
+   * The outlier guard's second look at what the markers queued (judge_pending). A failure is
+   * logged and left queued for the next round: it must not hold up the recomputation behind it.
+   */
+  private async judge(client: PoolClient, wait: boolean): Promise<string[]> {
+    try {
+      const { done } = await this.locked(client, wait, 'judge', async () => {
+        const { cycles, changed } = await judgePending(client);
+        // The verdicts are derived values: every list, slowly moving, as the markers' statistics.
+        if (changed > 0) await notify(client, ['derived']);
+        return { done: cycles > 0 ? ['judge'] : [] };
+      });
+      return done;
+    } catch (err) {
+      if (wait) throw err; // settle() must not return with work queued
+      this.deps.logger.warn({ err }, "the outlier guard's second look failed; trying again next round");
+      return [];
+    }
   }
 
   /** Recomputes what the markers queued; the next run is due RECOMPUTE_COST_FACTOR times its time later. */

@@ -189,7 +189,7 @@ export async function applyReadyMarkers(
     if (m.outcome === 'COMPLETE') await applyComplete(client, m, options);
     applied.push(m);
   }
-  await judgeAgain(
+  await queueJudging(
     client,
     applied.filter((m) => m.kind === 'LISTINGS'),
   );
@@ -295,17 +295,60 @@ async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options
 }
 
 /**
+ * Queues the outlier guard's second look at what these listings cycles wrote (judge_pending,
+ * migration 0017): judgePending does it in a transaction of its own, so the markers' transaction
+ * (and the status it makes complete) does not wait for a re-judging of the currency's catalogue.
+ */
+async function queueJudging(client: PoolClient, markers: readonly PollCycleRow[]): Promise<void> {
+  if (markers.length === 0) return;
+  await client.query(`INSERT INTO judge_pending (market, cycle_id) SELECT * FROM unnest($1::text[], $2::text[])`, [
+    markers.map((m) => m.market),
+    markers.map((m) => m.cycle_id),
+  ]);
+}
+
+/**
+ * Judges again what queueJudging queued, all of it in one statement (judgeAgain), and deletes it;
+ * returns how many cycles it judged (0: nothing queued) and how many verdicts changed. The derive
+ * path runs it in a transaction of its own after the markers' (deriver.ts), deferred while ingest
+ * is far behind: in a cold start one look at the whole catalogue replaces one per clump of first
+ * cycles, each over the currency's catalogue as it stood so far.
+ */
+export async function judgePending(client: PoolClient): Promise<{ cycles: number; changed: number }> {
+  const { rows } = await client.query<{ id: string; market: string; cycle_id: string; events_emitted: number }>(
+    `SELECT j.id, j.market, j.cycle_id, coalesce(p.events_emitted, 0) AS events_emitted
+     FROM judge_pending j LEFT JOIN poll_cycles p USING (cycle_id) ORDER BY j.id`,
+  );
+  if (rows.length === 0) return { cycles: 0, changed: 0 };
+  const changed = await judgeAgain(client, rows);
+  // By id, not all: a row this run did not read must never be deleted unjudged.
+  await client.query('DELETE FROM judge_pending WHERE id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
+  return { cycles: rows.length, changed };
+}
+
+/** How long the oldest queued second look has waited, in ms (undefined: nothing queued). */
+export async function judgeWaited(client: PoolClient): Promise<number | undefined> {
+  const { rows } = await client.query<{ ms: number | null }>(
+    `SELECT (extract(epoch FROM clock_timestamp() - min(queued_at)) * 1000)::float8 AS ms FROM judge_pending`,
+  );
+  return rows[0]?.ms ?? undefined;
+}
+
+/**
  * The outlier guard (migrations/0007, 0008) of every row of the items these listings cycles wrote,
  * on every marketplace of their currency: their peer reference moved. Rows are judged when written
  * against the peers as they stood; this judges them again once the cycles are in, so a
  * market-wide move does not leave the first marketplace polled flagged, and the flags end up a
- * function of the final prices whatever the batching (replays agree). One statement for all the
- * cycles a derive transaction applies: each item's prices are gathered once, sorted, and every
- * row's peer reference is read from that array (peer_of). Only rows whose verdict changes are
- * written.
+ * function of the final prices whatever the batching (replays agree: the last look comes after
+ * the last marker). One statement for all the cycles a judging transaction takes: each item's
+ * prices are gathered once, sorted, and every row's peer reference is read from that array
+ * (peer_of). Only rows whose verdict changes are written; returns how many.
  */
-async function judgeAgain(client: PoolClient, markers: readonly PollCycleRow[]): Promise<void> {
-  if (markers.length === 0) return;
+async function judgeAgain(
+  client: PoolClient,
+  markers: readonly Pick<PollCycleRow, 'market' | 'cycle_id' | 'events_emitted'>[],
+): Promise<number> {
+  if (markers.length === 0) return 0;
   // Never a nested loop over sequential scans: misjudging how many items the cycles touched, the
   // planner may otherwise pick one over listings_current. For cycles that wrote a few thousand
   // rows both joins follow an index (the cycles' rows by marketplace, the items' rows by name):
@@ -318,7 +361,7 @@ async function judgeAgain(client: PoolClient, markers: readonly PollCycleRow[]):
   const wrote = markers.reduce((n, m) => n + m.events_emitted, 0);
   const off = wrote > JUDGE_SCANS_ABOVE ? 'enable_nestloop' : 'enable_seqscan';
   await client.query(`SELECT set_config($1, 'off', true)`, [off]);
-  await client.query(
+  const judged = await client.query(
     `WITH cycles AS (SELECT * FROM unnest($1::text[], $2::text[]) AS c(market, cycle_id)),
      touched AS (
        SELECT DISTINCT l.market_hash_name, l.phase, l.currency
@@ -354,6 +397,7 @@ async function judgeAgain(client: PoolClient, markers: readonly PollCycleRow[]):
     [markers.map((m) => m.market), markers.map((m) => m.cycle_id)],
   );
   await client.query(`SELECT set_config($1, 'on', true)`, [off]);
+  return judged.rowCount ?? 0;
 }
 
 /** Rows the cycles of one re-judging wrote beyond which it scans instead of stepping by index. */

@@ -135,7 +135,7 @@ export class Materializer {
     return () => this.listeners.delete(listener);
   }
 
-  /** Hears each derive transaction that applied markers (deriver.ts). */
+  /** Hears each derive transaction that did something: markers, second look, recomputation (deriver.ts). */
   onDerive(listener: (r: DeriveReport) => void): () => void {
     this.deriveListeners.add(listener);
     return () => this.deriveListeners.delete(listener);

@@ -43,7 +43,7 @@ export class MaterializerMetrics {
   });
   readonly deriveSeconds = new Histogram({
     name: 'materializer_derive_duration_seconds',
-    help: 'Derive transactions, apart from ingest, by step: markers (vanished items, statistics, outlier guard, the clock) and recompute (liquidity, market cap)',
+    help: "Derive transactions, apart from ingest, by step: markers (vanished items, statistics, the clock), judge (the outlier guard's second look) and recompute (liquidity, market cap)",
     labelNames: ['step'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
