@@ -5,12 +5,13 @@
 -- about four times, 4-5 s a transaction on the platform benchmark), and the status of the
 -- marketplaces in the clump waited for it: the last marketplace's first cycle became visible
 -- 4.8 s after its marker was applied. Now the markers' transaction queues its listings cycles here
--- and commits; the derive path judges what is queued in a transaction of its own, deferred like
--- the recomputation while ingest is far behind (deriver.ts), and deletes what it judged.
+-- and commits; the derive path judges what is queued in a transaction of its own, deferred while
+-- ingest is far behind or a listings marker is on its way in (deriver.ts), and deletes what it
+-- judged.
 --
 -- Rows are only inserted by the markers' transaction and deleted by id by the judging one, as in
 -- derive_pending (0014), and both hold the derive path's advisory lock. queued_at bounds the
--- deferral (at most 30 s from the oldest row) whichever process queued it, and across restarts.
+-- deferral (at most a minute from the oldest row) whichever process queued it, and across restarts.
 CREATE TABLE judge_pending (
   id        bigserial PRIMARY KEY,
   market    text NOT NULL,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { recomputeGate } from './deriver.js';
+import { judgeGate, recomputeGate } from './deriver.js';
 
 describe('recomputeGate: the recomputation is paced, and waits while ingest is far behind', () => {
   it('never runs before its pace allows, backlog or not', () => {
@@ -27,5 +27,23 @@ describe('recomputeGate: the recomputation is paced, and waits while ingest is f
 
   it("does not hold work it did not see queued (a restart, another member's markers)", () => {
     expect(recomputeGate(1_000, 0, 300_000, undefined)).toBe(true);
+  });
+});
+
+describe('judgeGate: the second look waits for the backlog and for listings markers on their way in', () => {
+  it('runs at once when ingest has little left and no listings marker is pending', () => {
+    expect(judgeGate(0, 0, false)).toBe(true);
+    expect(judgeGate(0, 10_000, false)).toBe(true);
+  });
+
+  it('waits while ingest has much left to read, or a listings marker is stored but not applied', () => {
+    expect(judgeGate(0, 10_001, false)).toBe(false);
+    expect(judgeGate(45_000, 0, true)).toBe(false);
+    expect(judgeGate(59_999, 300_000, true)).toBe(false);
+  });
+
+  it('waits at most a minute from its oldest queued row', () => {
+    expect(judgeGate(60_000, 300_000, true)).toBe(true);
+    expect(judgeGate(60_000, 0, true)).toBe(true);
   });
 });

@@ -45,7 +45,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Pool, PoolClient } from '@skinprices/store';
 import { dropOldHourPartitions, type LiquidityRefresh } from './derived.js';
-import { applyReadyMarkers, judgePending, judgeWaited, recomputeDerived } from './markers.js';
+import { applyReadyMarkers, judgePending, judgeWaited, listingsMarkersPending, recomputeDerived } from './markers.js';
 
 export type DeriverState = 'idle' | 'deriving' | 'stopping' | 'stopped';
 
@@ -104,15 +104,36 @@ const BACKLOG_DEFERS = 10_000;
 const MAX_RECOMPUTE_DEFER_MS = 30_000;
 
 /**
- * Whether the recomputation (or the second look: dueAt 0) may run at `now` (pure): not before
- * `dueAt` (the recomputation's pace); and while `backlog` records wait for ingest, not until the
- * work queued since `queuedSince` has waited MAX_RECOMPUTE_DEFER_MS. Recomputations this process
- * did not see queued (undefined: a restart, another member's markers) run when due, as they did
- * before there was a deferral; the second look knows its oldest row's queued_at, whoever queued it.
+ * Whether the recomputation may run at `now` (pure): not before `dueAt` (its pace); and while
+ * `backlog` records wait for ingest, not until the work queued since `queuedSince` has waited
+ * MAX_RECOMPUTE_DEFER_MS. Work this process did not see queued (undefined: a restart, another
+ * member's markers) runs when due, as it did before there was a deferral.
  */
 export function recomputeGate(now: number, dueAt: number, backlog: number, queuedSince: number | undefined): boolean {
   if (now < dueAt) return false;
   return backlog <= BACKLOG_DEFERS || queuedSince === undefined || now - queuedSince >= MAX_RECOMPUTE_DEFER_MS;
+}
+
+/**
+ * The second look (judge_pending) waits for the backlog too, longer, and for one more thing:
+ * while a LISTINGS marker is stored and not yet applied (its cycle's records still on their way
+ * in), whose own look, once it is applied, one run can share. It knows its oldest row's
+ * queued_at, whoever queued it (another member, a process before a restart). In a cold start the first cycles' markers are applied over ~30 s, the slowest
+ * marketplace's last (its upstream pages 100 items); deferred only by the backlog, with the 30 s
+ * cap counted from the first marker, the one look (~5 s over the whole catalogue) started just as
+ * that last marker became ready, and its status waited for it (two runs: the last marketplace
+ * applied at 48 s against 35 s, the other twelve unchanged). It waits at most
+ * JUDGE_MAX_DEFER_MS from the oldest queued row.
+ */
+const JUDGE_MAX_DEFER_MS = 60_000;
+
+/**
+ * Whether the second look may run (pure): after its oldest queued row has waited `waitedMs`,
+ * with `backlog` records left to read and `listingsPending` telling whether a LISTINGS marker is
+ * stored but not applied.
+ */
+export function judgeGate(waitedMs: number, backlog: number, listingsPending: boolean): boolean {
+  return waitedMs >= JUDGE_MAX_DEFER_MS || (backlog <= BACKLOG_DEFERS && !listingsPending);
 }
 
 /** The derive path's transactions: applying markers, judging again and recomputing what they queued. */
@@ -245,6 +266,7 @@ export class Deriver {
     try {
       await this.analyzeGrown(client);
       let judgeWaitedMs: number | undefined;
+      let listingsPending = false;
       const { done: markers } = await this.locked(client, wait, 'markers', async () => {
         const touched = new Set<string>();
         const applied = await applyReadyMarkers(client, this.options.groupId, {
@@ -259,6 +281,7 @@ export class Deriver {
         // Queued by these markers or by any before them (another member's, a restart's): its
         // deferral counts from the oldest row's queued_at, whoever queued it.
         judgeWaitedMs = await judgeWaited(client);
+        if (judgeWaitedMs !== undefined) listingsPending = await listingsMarkersPending(client);
         return { done: applied };
       });
       const now = performance.now();
@@ -266,7 +289,10 @@ export class Deriver {
       // Both in transactions of their own, after the markers' has released its row locks; the
       // second look holds row locks only while it writes, the recomputation none ingest waits for.
       const judged =
-        judgeWaitedMs !== undefined && (wait || this.due(0, now - judgeWaitedMs)) ? await this.judge(client, wait) : [];
+        judgeWaitedMs !== undefined &&
+        (wait || judgeGate(judgeWaitedMs, this.options.backlog?.() ?? 0, listingsPending))
+          ? await this.judge(client, wait)
+          : [];
       // Paced unless settling (the 1 s timer pokes again, and finds it due).
       const recomputed =
         wait || this.due(this.recomputeDueAt, this.queuedSince) ? await this.recompute(client, wait) : [];
@@ -277,7 +303,7 @@ export class Deriver {
     }
   }
 
-  /** Not before `dueAt` (the recomputation's pace), and deferred while ingest is behind (BACKLOG_DEFERS). */
+  /** Not before `dueAt` (its pace), and deferred while ingest is behind (BACKLOG_DEFERS). */
   private due(dueAt: number, queuedSince: number | undefined): boolean {
     return recomputeGate(performance.now(), dueAt, this.options.backlog?.() ?? 0, queuedSince);
   }

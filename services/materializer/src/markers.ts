@@ -326,6 +326,14 @@ export async function judgePending(client: PoolClient): Promise<{ cycles: number
   return { cycles: rows.length, changed };
 }
 
+/** Whether a LISTINGS marker is stored and not yet applied (its data still on its way in). */
+export async function listingsMarkersPending(client: PoolClient): Promise<boolean> {
+  const { rows } = await client.query<{ any: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM poll_cycles WHERE applied_at IS NULL AND kind = 'LISTINGS') AS any`,
+  );
+  return rows[0]?.any ?? false;
+}
+
 /** How long the oldest queued second look has waited, in ms (undefined: nothing queued). */
 export async function judgeWaited(client: PoolClient): Promise<number | undefined> {
   const { rows } = await client.query<{ ms: number | null }>(
