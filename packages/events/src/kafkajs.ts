@@ -57,6 +57,15 @@ function swap<T>(file: string, replace: (original: T) => unknown): void {
   cached.exports = replace(original);
 }
 
+/** kafkajs's encoder class, Long and CRC-32C: what the one-pass encoder writes through. */
+export function kafkajsParts(): KafkajsParts {
+  return {
+    Encoder: require(KAFKAJS_FILES.encoder) as KafkajsParts['Encoder'],
+    Long: require(KAFKAJS_FILES.long) as KafkajsParts['Long'],
+    crc32C: require(KAFKAJS_FILES.crc32C) as KafkajsParts['crc32C'],
+  };
+}
+
 function installGrouping(): KafkajsPatch {
   try {
     // Evaluated again (a test's module reset): the cache already holds ours.
@@ -72,11 +81,7 @@ function installGrouping(): KafkajsPatch {
 function installProduceEncoding(): KafkajsPatch {
   try {
     if (loaded(KAFKAJS_FILES.produceV4) || loaded(KAFKAJS_FILES.produceV5)) return 'too-late';
-    const parts: KafkajsParts = {
-      Encoder: require(KAFKAJS_FILES.encoder) as KafkajsParts['Encoder'],
-      Long: require(KAFKAJS_FILES.long) as KafkajsParts['Long'],
-      crc32C: require(KAFKAJS_FILES.crc32C) as KafkajsParts['crc32C'],
-    };
+    const parts = kafkajsParts();
     // fastProduceRequest returns a factory it made already as it is.
     swap(KAFKAJS_FILES.produceV3, (original: (args: ProduceRequestArgs) => ProduceRequest) =>
       fastProduceRequest(original, parts),

@@ -1,11 +1,10 @@
 import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { KAFKAJS_FILES, kafkajsPatches } from './kafkajs.js';
+import { KAFKAJS_FILES, kafkajsParts, kafkajsPatches } from './kafkajs.js';
 import {
   encodeProduceRequest,
   fastProduceRequest,
-  type KafkajsParts,
   type ProduceRequest,
   type ProduceRequestArgs,
 } from './produce-encoding.js';
@@ -26,11 +25,7 @@ function pristine<T>(file: string): T {
 }
 
 const kafkajsV3 = pristine<(args: ProduceRequestArgs) => ProduceRequest>(KAFKAJS_FILES.produceV3);
-const parts: KafkajsParts = {
-  Encoder: require(KAFKAJS_FILES.encoder) as KafkajsParts['Encoder'],
-  Long: require(KAFKAJS_FILES.long) as KafkajsParts['Long'],
-  crc32C: require(KAFKAJS_FILES.crc32C) as KafkajsParts['crc32C'],
-};
+const parts = kafkajsParts();
 const LongClass = parts.Long as unknown as { fromValue(v: unknown): unknown };
 const ours = fastProduceRequest(kafkajsV3, parts);
 
