@@ -6,8 +6,7 @@
 -- marketplaces in the clump waited for it: the last marketplace's first cycle became visible
 -- 4.8 s after its marker was applied. Now the markers' transaction queues its listings cycles here
 -- and commits; the derive path judges what is queued in a transaction of its own, deferred while
--- ingest is far behind or a listings marker is on its way in (deriver.ts), and deletes what it
--- judged.
+-- a listings marker is on its way in (deriver.ts), and deletes what it judged.
 --
 -- Rows are only inserted by the markers' transaction and deleted by id by the judging one, as in
 -- derive_pending (0014), and both hold the derive path's advisory lock. queued_at bounds the

@@ -20,8 +20,9 @@
  * held through the recomputation: ~27 s under the platform benchmark's load; when the second look
  * was in the markers' transaction, a cold start's statuses waited 4-5 s a clump for it.)
  *
- * The second look and the recomputation wait while ingest is far behind (BACKLOG_DEFERS), and
- * the recomputation is paced (RECOMPUTE_COST_FACTOR): a round in their pause applies markers only.
+ * The second look waits while a listings marker is on its way in (judgeGate); the recomputation
+ * waits while ingest is far behind (BACKLOG_DEFERS) and is paced (RECOMPUTE_COST_FACTOR): a
+ * round in their pause applies markers only.
  *
  *   idle ──poke()/tick──▶ deriving ──nothing ready / lock held elsewhere──▶ idle
  *                           │  ▲
@@ -68,7 +69,7 @@ export interface DeriverOptions {
   recomputeCostFactor?: number;
   /**
    * Records the ingest path has yet to read (materializer.ts: what its partitions' last batches
-   * left unread); past BACKLOG_DEFERS, a due recomputation or second look waits (see there).
+   * left unread); past BACKLOG_DEFERS, a due recomputation waits (see there).
    * @default none: never
    */
   backlog?: () => number;
@@ -92,12 +93,11 @@ const MAX_RECOMPUTE_PAUSE_MS = 30_000;
 
 /**
  * While this process's partitions have more than this many records left to read, a recomputation
- * (or a second look of the outlier guard) of work its own markers queued waits, at most
- * MAX_RECOMPUTE_DEFER_MS from the first marker that queued it: prices before the values derived
- * from them. In a cold start each marker's recomputation read the catalogue as it stood so far
- * (1.4, 2.1, 4.0 then 8.8 s in one run), and each clump's second look its currency's catalogue
- * (4-5 s), on the PostgreSQL that the ingest of the rest of the catalogue needed; deferred, fewer
- * of them cover the same markers. A marketplace's FULL listings cycle is ~33,000 records, so in
+ * of work its own markers queued waits, at most MAX_RECOMPUTE_DEFER_MS from the first marker
+ * that queued it: prices before the values derived from them. In a cold start each marker's
+ * recomputation read the catalogue as it stood so far (1.4, 2.1, 4.0 then 8.8 s in one run) on
+ * the PostgreSQL that the ingest of the rest of the catalogue needed; deferred, fewer of them
+ * cover the same markers. A marketplace's FULL listings cycle is ~33,000 records, so in
  * steady state one defers it for the seconds its cycle takes to ingest.
  */
 const BACKLOG_DEFERS = 10_000;
@@ -115,25 +115,31 @@ export function recomputeGate(now: number, dueAt: number, backlog: number, queue
 }
 
 /**
- * The second look (judge_pending) waits for the backlog too, longer, and for one more thing:
- * while a LISTINGS marker is stored and not yet applied (its cycle's records still on their way
- * in), whose own look, once it is applied, one run can share. It knows its oldest row's
- * queued_at, whoever queued it (another member, a process before a restart). In a cold start the first cycles' markers are applied over ~30 s, the slowest
- * marketplace's last (its upstream pages 100 items); deferred only by the backlog, with the 30 s
- * cap counted from the first marker, the one look (~5 s over the whole catalogue) started just as
- * that last marker became ready, and its status waited for it (two runs: the last marketplace
- * applied at 48 s against 35 s, the other twelve unchanged). It waits at most
- * JUDGE_MAX_DEFER_MS from the oldest queued row.
+ * The second look (judge_pending) waits while a LISTINGS marker is stored and not yet applied
+ * (its cycle's records still on their way in): once that one is applied, one run covers both.
+ * It knows its oldest row's queued_at, whoever queued it (another member, a process before a
+ * restart), and waits at most JUDGE_MAX_DEFER_MS from it. In a cold start the first cycles'
+ * markers are applied over ~30 s, the slowest marketplace's last (its upstream pages 100 items),
+ * so the look runs once, after it. Measured (2026-11-27, platform runs):
+ * - in the markers' transaction, each clump's look over its currency's catalogue as it stood so
+ *   far held that clump's status 4.9-8.3 s;
+ * - deferred by the backlog like the recomputation (30 s cap from the first marker), the look
+ *   started just as the last marketplace's marker became ready, which waited for it (applied at
+ *   48 s against 35-47 s);
+ * - deferred by the backlog too, with this wait, the look waited for the other kinds' first
+ *   cycles after the catalogue (a backlog of hundreds of thousands of records) until its cap,
+ *   and its ~10 s over the whole catalogue fell into the minutes right after the cold start,
+ *   where freshness is measured (one run: p99 16.7 s without a simulator burst). So the backlog
+ *   does not hold it: it runs once the listings are in.
  */
 const JUDGE_MAX_DEFER_MS = 60_000;
 
 /**
  * Whether the second look may run (pure): after its oldest queued row has waited `waitedMs`,
- * with `backlog` records left to read and `listingsPending` telling whether a LISTINGS marker is
- * stored but not applied.
+ * with `listingsPending` telling whether a LISTINGS marker is stored but not applied.
  */
-export function judgeGate(waitedMs: number, backlog: number, listingsPending: boolean): boolean {
-  return waitedMs >= JUDGE_MAX_DEFER_MS || (backlog <= BACKLOG_DEFERS && !listingsPending);
+export function judgeGate(waitedMs: number, listingsPending: boolean): boolean {
+  return waitedMs >= JUDGE_MAX_DEFER_MS || !listingsPending;
 }
 
 /** The derive path's transactions: applying markers, judging again and recomputing what they queued. */
@@ -289,8 +295,7 @@ export class Deriver {
       // Both in transactions of their own, after the markers' has released its row locks; the
       // second look holds row locks only while it writes, the recomputation none ingest waits for.
       const judged =
-        judgeWaitedMs !== undefined &&
-        (wait || judgeGate(judgeWaitedMs, this.options.backlog?.() ?? 0, listingsPending))
+        judgeWaitedMs !== undefined && (wait || judgeGate(judgeWaitedMs, listingsPending))
           ? await this.judge(client, wait)
           : [];
       // Paced unless settling (the 1 s timer pokes again, and finds it due).
