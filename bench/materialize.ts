@@ -143,7 +143,7 @@ async function dropSchema(name: string) {
 interface Run {
   /** The ingest path: every listings record committed. */
   materialize_seconds: number;
-  /** The derive path after it: every marker applied. */
+  /** The derive path after it: every marker applied, and the second look after the last of them. */
   derive_seconds: number;
   /** make replay of the same topics, rebuilding phase (ingest and derive, outbox off). */
   replay_seconds: number;

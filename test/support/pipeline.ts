@@ -191,7 +191,7 @@ const DERIVED_SQL = `SELECT applied_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM
     AND NOT EXISTS (SELECT 1 FROM judge_pending) AS done
   FROM poll_cycles WHERE cycle_id = $1`;
 
-/** Waits until the materializer has applied the marker of `cycleId` and recomputed what it queued. */
+/** Waits until the materializer has applied the marker of `cycleId` and done what it queued (DERIVED_SQL). */
 export async function untilApplied(pool: Pool, cycleId: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

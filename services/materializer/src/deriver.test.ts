@@ -30,17 +30,20 @@ describe('recomputeGate: the recomputation is paced, and waits while ingest is f
   });
 });
 
-describe('judgeGate: the second look waits for listings markers on their way in', () => {
-  it('runs at once when no listings marker is pending, whatever the backlog', () => {
-    expect(judgeGate(0, false)).toBe(true);
+describe('judgeGate: the second look waits while listings are on their way in', () => {
+  it('runs at once when listings have little left to read and no listings marker is pending', () => {
+    expect(judgeGate(0, 0, false)).toBe(true);
+    expect(judgeGate(0, 10_000, false)).toBe(true);
   });
 
-  it('waits while a listings marker is stored but not applied', () => {
-    expect(judgeGate(0, true)).toBe(false);
-    expect(judgeGate(59_999, true)).toBe(false);
+  it('waits while listings have much left to read, or a listings marker is stored but not applied', () => {
+    expect(judgeGate(0, 10_001, false)).toBe(false);
+    expect(judgeGate(45_000, 0, true)).toBe(false);
+    expect(judgeGate(59_999, 300_000, true)).toBe(false);
   });
 
   it('waits at most a minute from its oldest queued row', () => {
-    expect(judgeGate(60_000, true)).toBe(true);
+    expect(judgeGate(60_000, 300_000, true)).toBe(true);
+    expect(judgeGate(60_000, 0, true)).toBe(true);
   });
 });

@@ -310,9 +310,9 @@ async function queueJudging(client: PoolClient, markers: readonly PollCycleRow[]
 /**
  * Judges again what queueJudging queued, all of it in one statement (judgeAgain), and deletes it;
  * returns how many cycles it judged (0: nothing queued) and how many verdicts changed. The derive
- * path runs it in a transaction of its own after the markers' (deriver.ts), deferred while ingest
- * is far behind: in a cold start one look at the whole catalogue replaces one per clump of first
- * cycles, each over the currency's catalogue as it stood so far.
+ * path runs it in a transaction of its own after the markers' (deriver.ts), deferred while
+ * listings are still coming in: in a cold start one look at the whole catalogue replaces one per
+ * clump of first cycles, each over the currency's catalogue as it stood so far.
  */
 export async function judgePending(client: PoolClient): Promise<{ cycles: number; changed: number }> {
   const { rows } = await client.query<{ id: string; market: string; cycle_id: string; events_emitted: number }>(

@@ -269,6 +269,12 @@ export class Materializer {
           for (const n of this.unread.values()) records += n;
           return records;
         },
+        // The same for listings.v1 alone: the second look waits while listings are coming in.
+        listingsBacklog: () => {
+          let records = 0;
+          for (const [key, n] of this.unread) if (key.startsWith(`${listingsTopic}:`)) records += n;
+          return records;
+        },
       },
       { pool, logger },
     );
