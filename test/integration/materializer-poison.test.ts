@@ -221,7 +221,12 @@ describe('materializer: poison records', () => {
   });
 
   it('serves /metrics with the lag per partition, dead letters per topic and the derive path', async () => {
-    const text = await (await fetch(metricsUrl)).text();
+    // The marker's transaction has committed (the freshness row above); the second look and the
+    // recomputation follow it in transactions of their own, so wait for the last of them.
+    const text = await until('the derive path in /metrics', async () => {
+      const t = await (await fetch(metricsUrl)).text();
+      return /materializer_derive_duration_seconds_count\{step="recompute"\} [1-9]/.test(t) ? t : undefined;
+    });
     expect(text).toContain(`materializer_dead_letters_total{topic="${topic}",reason="sql"} 2`);
     expect(text).toContain(`materializer_dead_letters_total{topic="${topic}",reason="decode"} 0`);
     for (const partition of new Set(placed.map((p) => p.partition)))
