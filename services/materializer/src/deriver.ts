@@ -46,7 +46,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Pool, PoolClient } from '@skinprices/store';
 import { dropOldHourPartitions, type LiquidityRefresh } from './derived.js';
-import { applyReadyMarkers, judgePending, judgeWaited, listingsMarkersPending, recomputeDerived } from './markers.js';
+import { applyReadyMarkers, judgePending, judgeQueue, recomputeDerived } from './markers.js';
 
 export type DeriverState = 'idle' | 'deriving' | 'stopping' | 'stopped';
 
@@ -279,8 +279,7 @@ export class Deriver {
     const client = await this.deps.pool.connect();
     try {
       await this.analyzeGrown(client);
-      let judgeWaitedMs: number | undefined;
-      let listingsPending = false;
+      let queue: Awaited<ReturnType<typeof judgeQueue>>;
       const { done: markers } = await this.locked(client, wait, 'markers', async () => {
         const touched = new Set<string>();
         const applied = await applyReadyMarkers(client, this.options.groupId, {
@@ -294,8 +293,7 @@ export class Deriver {
         if (applied.length > 0) await notify(client, ['derived', ...touched]);
         // Queued by these markers or by any before them (another member's, a restart's): its
         // deferral counts from the oldest row's queued_at, whoever queued it.
-        judgeWaitedMs = await judgeWaited(client);
-        if (judgeWaitedMs !== undefined) listingsPending = await listingsMarkersPending(client);
+        queue = await judgeQueue(client);
         return { done: applied };
       });
       const now = performance.now();
@@ -303,13 +301,12 @@ export class Deriver {
       // Both in transactions of their own, after the markers' has released its row locks; the
       // second look holds row locks only while it writes, the recomputation none ingest waits for.
       const judged =
-        judgeWaitedMs !== undefined &&
-        (wait || judgeGate(judgeWaitedMs, this.options.listingsBacklog?.() ?? 0, listingsPending))
+        queue !== undefined &&
+        (wait || judgeGate(queue.waitedMs, this.options.listingsBacklog?.() ?? 0, queue.listingsPending))
           ? await this.judge(client, wait)
           : [];
       // Paced unless settling (the 1 s timer pokes again, and finds it due).
-      const recomputed =
-        wait || this.due(this.recomputeDueAt, this.queuedSince) ? await this.recompute(client, wait) : [];
+      const recomputed = wait || this.recomputeDue() ? await this.recompute(client, wait) : [];
       if (markers.length > 0) await this.retain(client);
       return markers.length + judged.length + recomputed.length;
     } finally {
@@ -317,9 +314,9 @@ export class Deriver {
     }
   }
 
-  /** Not before `dueAt` (its pace), and deferred while ingest is behind (BACKLOG_DEFERS). */
-  private due(dueAt: number, queuedSince: number | undefined): boolean {
-    return recomputeGate(performance.now(), dueAt, this.options.backlog?.() ?? 0, queuedSince);
+  /** Paced (RECOMPUTE_COST_FACTOR), and deferred while ingest is behind (BACKLOG_DEFERS). */
+  private recomputeDue(): boolean {
+    return recomputeGate(performance.now(), this.recomputeDueAt, this.options.backlog?.() ?? 0, this.queuedSince);
   }
 
   /**

@@ -326,20 +326,21 @@ export async function judgePending(client: PoolClient): Promise<{ cycles: number
   return { cycles: rows.length, changed };
 }
 
-/** Whether a LISTINGS marker is stored and not yet applied (its data still on its way in). */
-export async function listingsMarkersPending(client: PoolClient): Promise<boolean> {
-  const { rows } = await client.query<{ any: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM poll_cycles WHERE applied_at IS NULL AND kind = 'LISTINGS') AS any`,
+/**
+ * What judgeGate reads, in one round trip: how long the oldest queued second look has waited, in
+ * ms, and whether a LISTINGS marker is stored and not yet applied (its data still on its way in).
+ * Undefined when nothing is queued.
+ */
+export async function judgeQueue(
+  client: PoolClient,
+): Promise<{ waitedMs: number; listingsPending: boolean } | undefined> {
+  const { rows } = await client.query<{ ms: number | null; pending: boolean }>(
+    `SELECT (extract(epoch FROM clock_timestamp() - min(queued_at)) * 1000)::float8 AS ms,
+            EXISTS (SELECT 1 FROM poll_cycles WHERE applied_at IS NULL AND kind = 'LISTINGS') AS pending
+     FROM judge_pending`,
   );
-  return rows[0]?.any ?? false;
-}
-
-/** How long the oldest queued second look has waited, in ms (undefined: nothing queued). */
-export async function judgeWaited(client: PoolClient): Promise<number | undefined> {
-  const { rows } = await client.query<{ ms: number | null }>(
-    `SELECT (extract(epoch FROM clock_timestamp() - min(queued_at)) * 1000)::float8 AS ms FROM judge_pending`,
-  );
-  return rows[0]?.ms ?? undefined;
+  const row = rows[0];
+  return row?.ms === null || row?.ms === undefined ? undefined : { waitedMs: row.ms, listingsPending: row.pending };
 }
 
 /**

@@ -135,6 +135,13 @@ export class Materializer {
     return () => this.listeners.delete(listener);
   }
 
+  /** Records this process's partitions (of `topic`, or all) have left to read, as their last batches saw it. */
+  private unreadRecords(topic?: string): number {
+    let records = 0;
+    for (const [key, n] of this.unread) if (topic === undefined || key.startsWith(`${topic}:`)) records += n;
+    return records;
+  }
+
   /** Hears each derive transaction that did something: markers, second look, recomputation (deriver.ts). */
   onDerive(listener: (r: DeriveReport) => void): () => void {
     this.deriveListeners.add(listener);
@@ -263,18 +270,10 @@ export class Materializer {
         ...(this.options.recomputeCostFactor === undefined
           ? {}
           : { recomputeCostFactor: this.options.recomputeCostFactor }),
-        // What this process's partitions have left to read: recomputations wait while it is large.
-        backlog: () => {
-          let records = 0;
-          for (const n of this.unread.values()) records += n;
-          return records;
-        },
-        // The same for listings.v1 alone: the second look waits while listings are coming in.
-        listingsBacklog: () => {
-          let records = 0;
-          for (const [key, n] of this.unread) if (key.startsWith(`${listingsTopic}:`)) records += n;
-          return records;
-        },
+        // What this process's partitions have left to read: recomputations wait while it is large;
+        // the second look while listings.v1's part is.
+        backlog: () => this.unreadRecords(),
+        listingsBacklog: () => this.unreadRecords(listingsTopic),
       },
       { pool, logger },
     );
