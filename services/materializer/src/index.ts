@@ -9,7 +9,7 @@ export { applyIsolating, classifyFailure, sqlState, type FailureClass } from './
 export { materializerConfigSchema, MIGRATIONS_DIR, type MaterializerConfig } from './config.js';
 export { replay, type ReplayOptions, type ReplayResult, type ReplayState } from './replay.js';
 export { tableChecksums, type TableChecksum } from './checksums.js';
-export { candleColumns, LISTING_COLUMNS, listingRow } from './listings.js';
+export { candleColumns, eachKeyOnce, LISTING_COLUMNS, listingRow } from './listings.js';
 export {
   clusterIdOf,
   describeMismatch,

@@ -68,12 +68,18 @@ export async function applyListings(
   );
 
   // History first: the closes of this batch's earlier days are then visible to the statistics.
-  await writeHistory(client, events, options.hourlyRetentionDays);
+  await writeHistory(client, events, options.hourlyRetentionDays, eachKeyOnce(events));
   let firstPricedDay = Infinity;
   for (const e of events)
     if (e.price !== null) firstPricedDay = Math.min(firstPricedDay, Math.floor(e.observed_at / DAY_MS));
+  // The latest stats day of each marketplace of the batch, one index step each: `max(stats_day)
+  // WHERE market = ANY($1)` read every row of those marketplaces by the same index instead (a
+  // scalar-array condition gets no min/max shortcut), 41 ms a batch in a cold start's log, 100 ms
+  // on a full-size model against 0.4 ms this way.
   const { rows: maxDay } = await client.query<{ d: number | null }>(
-    `SELECT (max(stats_day) - DATE '1970-01-01') AS d FROM listings_current WHERE market = ANY($1)`,
+    `SELECT (max(m.d) - DATE '1970-01-01') AS d
+     FROM unnest($1::text[]) AS u(market),
+          LATERAL (SELECT max(stats_day) AS d FROM listings_current c WHERE c.market = u.market) m`,
     [[...new Set(events.map((e) => e.market))]],
   );
   await client.query(MERGE, [options.outbox]);
@@ -291,6 +297,30 @@ const HOURLY = candleUpsert({ ...HOURLY_TABLE, where: 'observed_at >= $1', sourc
 /** Daily candles of the priced observations (a day without a price has no row). */
 const DAILY = candleUpsert({ ...DAILY_TABLE, where: 'price IS NOT NULL', source: OBSERVATIONS });
 
+/**
+ * The same two for a batch that holds each item of a marketplace at most once (eachKeyOnce), so
+ * at most once per hour and day: a FULL cycle's pages, a cold start's, a burst's. The aggregate
+ * over a bucket of one observation is that observation, so the rows written are the same; its
+ * sort and grouping were a third of each candle insert (as for imported hours below).
+ */
+const HOURLY_ONCE = candleUpsert({ ...HOURLY_TABLE, where: 'observed_at >= $1', source: OBSERVATIONS, unique: true });
+const DAILY_ONCE = candleUpsert({ ...DAILY_TABLE, where: 'price IS NOT NULL', source: OBSERVATIONS, unique: true });
+
+/**
+ * Whether no (market, item, phase) occurs twice among the events. Checked on the key alone, not
+ * on its hour or day: a bucket is PostgreSQL's (date_trunc follows the session's time zone), and
+ * a key that occurs once is in one bucket whatever the zone.
+ */
+export function eachKeyOnce(events: readonly ListingEvent[]): boolean {
+  const seen = new Set<string>();
+  for (const e of events) {
+    const key = marketItemKey(e.market, e.market_hash_name, e.phase);
+    if (seen.has(key)) return false;
+    seen.add(key);
+  }
+  return true;
+}
+
 /** The staged imported hours (writeImportedHours): already candles. */
 const IMPORTED_HOURS = 'stage_listing_hourly';
 const IMPORTED_HOURLY = candleUpsert({ ...HOURLY_TABLE, where: 'observed_at >= $1', source: IMPORTED_HOURS });
@@ -361,8 +391,16 @@ export async function writeImportedHours(
   await client.query(IMPORTED_DAILY);
 }
 
-/** History: hourly and daily candles (open, high, low, close and the close's count). */
-async function writeHistory(client: PoolClient, events: readonly ListingEvent[], retentionDays: number): Promise<void> {
+/**
+ * History: hourly and daily candles (open, high, low, close and the close's count). `once`: no
+ * key occurs twice in the staged batch (eachKeyOnce).
+ */
+async function writeHistory(
+  client: PoolClient,
+  events: readonly ListingEvent[],
+  retentionDays: number,
+  once: boolean,
+): Promise<void> {
   const { rows } = await client.query<{ now: Date | null }>('SELECT max(now) AS now FROM read_model_clock');
   const clock = rows[0]?.now?.getTime();
   // Hours older than the retention are not written: their partition is (or is about to be) dropped.
@@ -371,6 +409,6 @@ async function writeHistory(client: PoolClient, events: readonly ListingEvent[],
     client,
     events.map((e) => e.observed_at).filter((t) => t >= oldest),
   );
-  await client.query(HOURLY, [new Date(oldest)]);
-  await client.query(DAILY);
+  await client.query(once ? HOURLY_ONCE : HOURLY, [new Date(oldest)]);
+  await client.query(once ? DAILY_ONCE : DAILY);
 }
