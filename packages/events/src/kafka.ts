@@ -246,6 +246,12 @@ export interface ConsumerOptions {
    * one partition's batches are still handled one after another, in offset order. @default 1
    */
   concurrency?: number;
+  /**
+   * The most a fetch takes of one partition (kafkajs maxBytesPerPartition), so the largest batch
+   * the handler gets when a partition is behind; a partition that is not behind gives what it
+   * has, whatever this is. @default 1 MiB (kafkajs's)
+   */
+  maxBytesPerPartition?: number;
 }
 
 /** A consumer of one or more topics that hands the handler decoded batches of one partition each. */
@@ -264,6 +270,14 @@ export class EventConsumer<K extends EventKind> {
       allowAutoTopicCreation: false,
       sessionTimeout,
       heartbeatInterval: Math.max(500, Math.floor(sessionTimeout / 6)),
+      ...(options.maxBytesPerPartition === undefined
+        ? {}
+        : {
+            maxBytesPerPartition: options.maxBytesPerPartition,
+            // A fetch answers for every partition the broker leads; kafkajs's own cap of 10 MiB
+            // would otherwise cut a few behind partitions to less than they may each give.
+            maxBytes: Math.max(10 * 1024 * 1024, 4 * options.maxBytesPerPartition),
+          }),
     });
     this.byTopic = new Map(codecs.map((c) => [c.topic, c]));
   }

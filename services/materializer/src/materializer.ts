@@ -62,6 +62,11 @@ export interface MaterializerOptions {
    * schema lock's and the heartbeat's. @default 3
    */
   concurrency?: number;
+  /**
+   * The largest batch a behind partition is applied in, in bytes of records (one fetch of it).
+   * @default 1 MiB (kafkajs's): ~2,400 listings a batch
+   */
+  maxBatchBytes?: number;
   /** How often the derive path looks for ready markers without a poke. @default 1000 */
   deriveIntervalMs?: number;
   /** The derive path's pause after a recomputation, in multiples of its time (deriver.ts). @default 2 */
@@ -200,6 +205,7 @@ export class Materializer {
       // for the heartbeat or a reader: a batch waiting for a connection holds up its partition.
       concurrency: Math.max(1, Math.min(this.options.concurrency ?? 3, (pool.options.max ?? 10) - 3)),
       ...(this.options.sessionTimeoutMs ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {}),
+      ...(this.options.maxBatchBytes ? { maxBytesPerPartition: this.options.maxBatchBytes } : {}),
     });
     const raw = this.consumer.raw;
     const listingsTopic = `${topicFor('listing').name}${this.options.topicSuffix}`;
