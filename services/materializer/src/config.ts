@@ -39,10 +39,12 @@ export const materializerConfigSchema = z.object({
   CONSUME_CONCURRENCY: intFromEnv(1, 32)
     .default(3)
     .describe('partitions applied at once, each in its own transaction (DB_POOL_SIZE must exceed it by 4)'),
-  CONSUME_MAX_BATCH_BYTES: intFromEnv(65_536, 64 * 1024 * 1024)
+  // At most 16 MiB: kafkajs heartbeats between batches only, so one batch's transaction must end
+  // well within CONSUMER_SESSION_TIMEOUT_MS (1 MiB, ~2,400 listings, took 0.2-0.6 s here).
+  CONSUME_MAX_BATCH_BYTES: intFromEnv(65_536, 16 * 1024 * 1024)
     .default(1_048_576)
     .describe(
-      'the most one fetch takes of a partition that is behind, so the largest batch applied in one transaction (kafkajs maxBytesPerPartition); a partition that is not behind is applied as its records come',
+      'the most one fetch takes of a partition that is behind, so the largest batch applied in one transaction (kafkajs maxBytesPerPartition; every consumed topic); a partition that is not behind is applied as its records come. 4 MiB made a cold start slower (bench/bottlenecks.md)',
     ),
   LISTINGS_FIRST_ABOVE: intFromEnv(0, 10_000_000)
     .default(0)

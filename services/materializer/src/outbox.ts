@@ -10,7 +10,7 @@
  *                        └──(Kafka or PostgreSQL away)──▶ backoff ──▶ idle
  *   any ──stop()──▶ stopped
  *
- * Delivery is at least once: a crash between Kafka's ack and the DELETE publishes those rows
+ * Delivery is at least once: a crash between Kafka's ack and the COMMIT publishes those rows
  * again. Subscribers de-duplicate by (key, observed_at). Replays cannot emit phantom changes:
  * re-applying old events changes no row (the observed_at guard), so no outbox row is written.
  */
@@ -132,6 +132,11 @@ export class OutboxPublisher {
     const current = await serde.codec(`${topicFor('currentPrice').name}${this.options.topicSuffix}`, 'currentPrice');
     const client = await pool.connect();
     try {
+      // Nothing to publish: no lock taken (another publisher may hold it through a slow send).
+      const { rows: queued } = await client.query<{ any: boolean }>(
+        'SELECT EXISTS (SELECT 1 FROM price_change_outbox) AS any',
+      );
+      if (!queued[0]?.any) return 0;
       await client.query('BEGIN');
       // Numbers are drawn under the lock (held until COMMIT), so they become visible in order.
       await client.query('SELECT pg_advisory_xact_lock($1)', [CHANGE_LOG_LOCK]);
