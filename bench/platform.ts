@@ -16,6 +16,9 @@
  *   without it, to weigh its share)
  *   BENCH_PLATFORM_LOG=file: the services' log (their stdout, appended; by default dropped), to
  *   find the cause of a 5xx or a late cycle after the run
+ *   BENCH_COLD_ONLY=1: each run ends after its cold start (~1.5 min at full size instead of ~5),
+ *   its topics, subjects and schemas removed as usual; the result has no freshness figures. For
+ *   alternated A/B runs of a change to the cold start (bench/bottlenecks.md), not for results.json.
  *
  * Needs `make up`. Own topics, schemas and ports; all removed afterwards.
  */
@@ -60,6 +63,9 @@ const METRICS_OFFSET = 50;
 // A change is seen by the cycle after the next poll: up to an interval, plus the cycle itself
 // (tens of seconds at full size on this machine), plus the way to the API.
 const VISIBLE_WITHIN_MS = 2 * POLL_LISTINGS_MS + 120_000;
+const COLD_ONLY = process.env.BENCH_COLD_ONLY === '1';
+// A cold-only result has no freshness: never written over the tracked platform.json by default.
+if (COLD_ONLY && !process.argv.includes('--out')) throw new Error('BENCH_COLD_ONLY=1 needs --out FILE');
 /** The cold catalogue's deadline (from the services' start-up): beyond it, a lower bound. */
 const COLD_WITHIN_MS = 1_200_000;
 
@@ -358,6 +364,31 @@ async function platformRun(run: number): Promise<Run> {
         .join(', ')}`,
     );
 
+    const cold = {
+      cold_s: round((visible - firstRequest) / 1000, 2),
+      cold_missing: coldMissing,
+      cold_server_errors: serverErrors,
+      cold_visible_s: coldMarkers,
+      cold_with_boot_s: round((visible - t0) / 1000, 2),
+      platform_start_s: round((t0 - spawned) / 1000, 2),
+      visible_rows: visibleRows,
+      cold_cpu_s: coldCpu,
+    };
+    if (COLD_ONLY)
+      return {
+        ...cold,
+        freshness_cpu_s: {},
+        freshness_ms: [],
+        freshness_commit_ms: [],
+        freshness_serve_ms: [],
+        freshness_missed: 0,
+        freshness_unseen_upstream: 0,
+        override_to_visible_ms: [],
+        changes: [],
+        freshness_metrics: {},
+        freshness_churn: {},
+      };
+
     // ---- freshness: single changes in the steady state ---------------------------------------
     const consumer = kafka.consumer({ groupId: `${tag}-watch` });
     await consumer.connect();
@@ -491,14 +522,7 @@ async function platformRun(run: number): Promise<Run> {
     if (unmatched.length > 0) console.log(`run ${run + 1}: no listing event seen for ${JSON.stringify(unmatched)}`);
     const timed = changes.filter((c) => !unmatched.includes(c));
     return {
-      cold_s: round((visible - firstRequest) / 1000, 2),
-      cold_missing: coldMissing,
-      cold_server_errors: serverErrors,
-      cold_visible_s: coldMarkers,
-      cold_with_boot_s: round((visible - t0) / 1000, 2),
-      platform_start_s: round((t0 - spawned) / 1000, 2),
-      visible_rows: visibleRows,
-      cold_cpu_s: coldCpu,
+      ...cold,
       freshness_cpu_s: freshnessCpu,
       freshness_ms: timed.map((c) => (c.visibleAt as number) - (c.producedAt as number)),
       // A change first read in the table by the same poll that saw it in the API counts 0 there.
@@ -546,6 +570,7 @@ const runs: Run[] = [];
 for (let run = 0; run < args.runs; run++) {
   const r = await platformRun(run);
   runs.push(r);
+  if (COLD_ONLY) continue;
   console.log(
     `run ${run + 1}: freshness p50 ${percentile(r.freshness_ms, 50)} ms, p99 ${percentile(r.freshness_ms, 99)} ms ` +
       `(produce → committed p99 ${splitP99([r.freshness_commit_ms])} s, committed → visible p99 ${splitP99([r.freshness_serve_ms])} s); ` +
@@ -564,13 +589,20 @@ writeResult(args.out, {
   cold_catalogue_s: median(runs.map((r) => r.cold_s)),
   cold_missed: runs.filter((r) => r.cold_missing.length > 0).length,
   cold_with_boot_s: median(runs.map((r) => r.cold_with_boot_s)),
-  freshness_p50_s: round(median(runs.map((r) => percentile(r.freshness_ms, 50) / 1000))),
-  freshness_p99_s: round(median(runs.map((r) => percentile(r.freshness_ms, 99) / 1000))),
-  freshness_commit_p99_s: splitP99(runs.map((r) => r.freshness_commit_ms)),
-  freshness_serve_p99_s: splitP99(runs.map((r) => r.freshness_serve_ms)),
-  freshness_missed: runs.reduce((n, r) => n + r.freshness_missed, 0),
-  freshness_unseen_upstream: runs.reduce((n, r) => n + r.freshness_unseen_upstream, 0),
-  override_to_visible_p50_s: round(median(runs.map((r) => percentile(r.override_to_visible_ms, 50) / 1000))),
-  override_to_visible_p99_s: round(median(runs.map((r) => percentile(r.override_to_visible_ms, 99) / 1000))),
+  ...(COLD_ONLY ? { cold_only: true } : freshnessFigures()),
 });
 process.exit(0);
+
+/** The freshness medians over the runs (none in a cold-only run). */
+function freshnessFigures() {
+  return {
+    freshness_p50_s: round(median(runs.map((r) => percentile(r.freshness_ms, 50) / 1000))),
+    freshness_p99_s: round(median(runs.map((r) => percentile(r.freshness_ms, 99) / 1000))),
+    freshness_commit_p99_s: splitP99(runs.map((r) => r.freshness_commit_ms)),
+    freshness_serve_p99_s: splitP99(runs.map((r) => r.freshness_serve_ms)),
+    freshness_missed: runs.reduce((n, r) => n + r.freshness_missed, 0),
+    freshness_unseen_upstream: runs.reduce((n, r) => n + r.freshness_unseen_upstream, 0),
+    override_to_visible_p50_s: round(median(runs.map((r) => percentile(r.override_to_visible_ms, 50) / 1000))),
+    override_to_visible_p99_s: round(median(runs.map((r) => percentile(r.override_to_visible_ms, 99) / 1000))),
+  };
+}
