@@ -415,6 +415,39 @@ async function applyInBatches(pool: Pool, events: readonly Listing[], cuts: read
   }
 }
 
+type Checksums = Awaited<ReturnType<typeof tableChecksums>>;
+
+/**
+ * 30 trials: every event, some twice (a producer retry, an upstream repeat), in a random order,
+ * applied in the batches `cutsOf` cuts them into, must give the exact candles and the same table
+ * checksums each time; `then` checks more on the trial's tables.
+ */
+async function randomTrials(
+  pool: Pool,
+  seed: number,
+  cutsOf: (arrivals: readonly Listing[], random: () => number) => number[],
+  then?: (sums: Checksums, random: () => number, where: string) => Promise<void>,
+): Promise<void> {
+  const random = rng(seed);
+  let reference: Checksums | undefined;
+  for (let trial = 0; trial < 30; trial++) {
+    await pool.query(
+      'TRUNCATE listing_hourly, listing_daily, listings_current, item_markets, consumer_offsets, price_change_outbox',
+    );
+    const arrivals = shuffled([...ALL, ...ALL.filter(() => random() < 0.3)], random);
+    const cuts = cutsOf(arrivals, random);
+    await applyInBatches(pool, arrivals, cuts);
+    const where = `trial ${trial}: ${arrivals.map((e) => `${e.market_hash_name.slice(14, 15)}${new Date(e.observed_at).toISOString().slice(8, 16)}`).join(' ')} cut at ${cuts.join(',')}`;
+    expect(await candles(pool, 'hourly'), where).toEqual(HOURLY);
+    expect(await candles(pool, 'daily'), where).toEqual(DAILY);
+    const sums = await tableChecksums(pool);
+    reference ??= sums;
+    expect(sums.listing_hourly, where).toEqual(reference.listing_hourly);
+    expect(sums.listing_daily, where).toEqual(reference.listing_daily);
+    await then?.(sums, random, where);
+  }
+}
+
 describe('history candles: any order, any batch split', () => {
   const stack = new TestStack();
   let pool: Pool;
@@ -426,57 +459,29 @@ describe('history candles: any order, any batch split', () => {
   afterAll(() => stack.cleanup());
 
   it('30 random orders and splits, with duplicates, give the same rows; applying it all again changes nothing', async () => {
-    const random = rng(5);
-    let reference: Awaited<ReturnType<typeof tableChecksums>> | undefined;
-    for (let trial = 0; trial < 30; trial++) {
-      await pool.query(
-        'TRUNCATE listing_hourly, listing_daily, listings_current, item_markets, consumer_offsets, price_change_outbox',
-      );
-      // Some events twice (a producer retry, an upstream repeat), all in a random order.
-      const arrivals = shuffled([...ALL, ...ALL.filter(() => random() < 0.3)], random);
-      const cuts = [
-        ...new Set(Array.from({ length: Math.floor(random() * 5) }, () => Math.floor(random() * arrivals.length))),
-      ].sort((x, y) => x - y);
-      await applyInBatches(pool, arrivals, cuts);
-      const where = `trial ${trial}: ${arrivals.map((e) => `${e.market_hash_name.slice(14, 15)}${new Date(e.observed_at).toISOString().slice(8, 16)}`).join(' ')} cut at ${cuts.join(',')}`;
-      expect(await candles(pool, 'hourly'), where).toEqual(HOURLY);
-      expect(await candles(pool, 'daily'), where).toEqual(DAILY);
-      const sums = await tableChecksums(pool);
-      reference ??= sums;
-      expect(sums.listing_hourly, where).toEqual(reference.listing_hourly);
-      expect(sums.listing_daily, where).toEqual(reference.listing_daily);
-
-      // A replay over the existing tables (stored offsets forgotten): every event again, another order.
-      await pool.query('DELETE FROM consumer_offsets');
-      await applyInBatches(pool, shuffled(ALL, random), [Math.floor(random() * ALL.length)], 1_000);
-      const again = await tableChecksums(pool);
-      expect(again.listing_hourly, where).toEqual(sums.listing_hourly);
-      expect(again.listing_daily, where).toEqual(sums.listing_daily);
-    }
+    await randomTrials(
+      pool,
+      5,
+      (arrivals, random) =>
+        [
+          ...new Set(Array.from({ length: Math.floor(random() * 5) }, () => Math.floor(random() * arrivals.length))),
+        ].sort((x, y) => x - y),
+      async (sums, random, where) => {
+        // A replay over the existing tables (stored offsets forgotten): every event again, another order.
+        await pool.query('DELETE FROM consumer_offsets');
+        await applyInBatches(pool, shuffled(ALL, random), [Math.floor(random() * ALL.length)], 1_000);
+        const again = await tableChecksums(pool);
+        expect(again.listing_hourly, where).toEqual(sums.listing_hourly);
+        expect(again.listing_daily, where).toEqual(sums.listing_daily);
+      },
+    );
   });
-});
-
-describe('history candles: batches that hold each item once', () => {
-  const stack = new TestStack();
-  let pool: Pool;
-
-  beforeAll(async () => {
-    ({ pool } = await stack.schema());
-    await migrate(pool, MIGRATIONS_DIR);
-  });
-  afterAll(() => stack.cleanup());
 
   // Such a batch (a FULL cycle's pages, a cold start's, a burst's) takes the candle upserts
   // without the aggregate (listings.ts HOURLY_ONCE, DAILY_ONCE): the same rows in any order,
   // with the late, early and repeated observations landing in later batches.
   it('30 random orders, cut before every repeated item, give the same rows as the aggregate', async () => {
-    const random = rng(11);
-    let reference: Awaited<ReturnType<typeof tableChecksums>> | undefined;
-    for (let trial = 0; trial < 30; trial++) {
-      await pool.query(
-        'TRUNCATE listing_hourly, listing_daily, listings_current, item_markets, consumer_offsets, price_change_outbox',
-      );
-      const arrivals = shuffled([...ALL, ...ALL.filter(() => random() < 0.3)], random);
+    await randomTrials(pool, 11, (arrivals) => {
       const cuts: number[] = [];
       let seen = new Set<string>();
       arrivals.forEach((e, i) => {
@@ -489,15 +494,8 @@ describe('history candles: batches that hold each item once', () => {
       const bounds = [0, ...cuts, arrivals.length];
       for (let i = 0; i + 1 < bounds.length; i++)
         expect(eachKeyOnce(arrivals.slice(bounds[i], bounds[i + 1]))).toBe(true);
-      await applyInBatches(pool, arrivals, cuts);
-      const where = `trial ${trial}: ${arrivals.map((e) => `${e.market_hash_name.slice(14, 15)}${new Date(e.observed_at).toISOString().slice(8, 16)}`).join(' ')} cut at ${cuts.join(',')}`;
-      expect(await candles(pool, 'hourly'), where).toEqual(HOURLY);
-      expect(await candles(pool, 'daily'), where).toEqual(DAILY);
-      const sums = await tableChecksums(pool);
-      reference ??= sums;
-      expect(sums.listing_hourly, where).toEqual(reference.listing_hourly);
-      expect(sums.listing_daily, where).toEqual(reference.listing_daily);
-    }
+      return cuts;
+    });
     // Whether a batch holds an item twice is told by its key, not by the time of its events.
     expect(eachKeyOnce([ALL[0] as Listing, { ...(ALL[0] as Listing), observed_at: 0 }])).toBe(false);
   });
