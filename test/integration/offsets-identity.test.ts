@@ -158,6 +158,34 @@ describe('stored offsets carry their Kafka cluster', () => {
     expect(rows).toEqual([{ cluster_id: null }]);
   });
 
+  it('a Kafka group that committed nothing starts at the stored offsets, not at the start of the log', async () => {
+    // A read model that has applied every listing record, and a Kafka group new to it (the other
+    // kinds' lane's group on the first start after the lanes came, or a group Kafka expired).
+    const { pool, groupId } = await schemaWith(
+      [...ends].map(([partition, end]) => ({ partition, next: end, cluster: clusterId })),
+    );
+    const m = materializer(pool, groupId);
+    let reread = 0;
+    m.onBatch((r) => {
+      if (r.topic === listings) reread += r.skipped + r.applied;
+    });
+    await m.start();
+    try {
+      const admin = stack.kafka.admin();
+      await admin.connect();
+      const committed = await admin.fetchOffsets({ groupId, topics: [listings] });
+      await admin.disconnect();
+      const kafkaOffsets = new Map(committed[0]!.partitions.map((p) => [p.partition, Number(p.offset)]));
+      for (const [partition, end] of ends) if (end > 0) expect(kafkaOffsets.get(partition)).toBe(end);
+      // Long enough for a fetch from the log's start to have come back with every record.
+      await new Promise((r) => setTimeout(r, 3_000));
+      expect(reread).toBe(0);
+      expect(await listed(pool)).toBe(0);
+    } finally {
+      await m.stop();
+    }
+  });
+
   it('rows from before migration 0004 (no cluster id) that fit are adopted on start, and consumption continues after them', async () => {
     const p = busiest();
     const { pool, groupId } = await schemaWith([{ partition: p, next: 1, cluster: null }]);

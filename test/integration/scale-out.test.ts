@@ -1,6 +1,6 @@
 /**
- * Growing past one process, on the three-node Kafka cluster: two materializer processes in one
- * consumer group split the partitions of the topics and together build the read model one
+ * Growing past one process, on the three-node Kafka cluster: two materializer processes with one
+ * group id (a Kafka consumer group per lane: groups.ts) split the partitions of the topics and together build the read model one
  * materializer alone builds from the same topics (every table's checksum equal, each record and
  * each marker applied once between them); two API processes over that schema give the same
  * answers and, through Redis, share every key's limits.
@@ -19,7 +19,13 @@ import { API_MIGRATIONS_DIR, KeyStore, ReadModel } from '@skinprices/api';
 import type { MarketSlug } from '@skinprices/domain';
 import { createKafka, deleteTopics, ensureTopics, topicDefinitions, topicFor, waitForKafka } from '@skinprices/events';
 import type { UpstreamClient } from '@skinprices/marketplaces';
-import { Materializer, MATERIALIZED_KINDS, MIGRATIONS_DIR, tableChecksums } from '@skinprices/materializer';
+import {
+  kafkaGroups,
+  Materializer,
+  MATERIALIZED_KINDS,
+  MIGRATIONS_DIR,
+  tableChecksums,
+} from '@skinprices/materializer';
 import type { Poller } from '@skinprices/poller';
 import { createLogger, waitForUrl } from '@skinprices/runtime';
 import { loadMigrations, migrate, type Pool } from '@skinprices/store';
@@ -169,6 +175,23 @@ async function groupAssignment(
   };
 }
 
+/** The materializer's two lanes' groups (groups.ts) as one view: stable when both are. */
+async function lanesAssignment(
+  admin: Admin,
+  group: string,
+): Promise<{
+  state: string;
+  members: { memberId: string; partitions: string[] }[];
+  lanes: { state: string; members: { memberId: string; partitions: string[] }[] }[];
+}> {
+  const lanes = await Promise.all(kafkaGroups(group).map((g) => groupAssignment(admin, g)));
+  return {
+    state: lanes.every((l) => l.state === 'Stable') ? 'Stable' : lanes.map((l) => l.state).join(' / '),
+    members: lanes.flatMap((l) => l.members),
+    lanes,
+  };
+}
+
 describe('scale-out: two materializers in one group, two APIs with shared limits', () => {
   const previousBrokers = process.env.KAFKA_BROKERS;
   // A TestStack reads KAFKA_BROKERS when it is built: this file's talks to the cluster.
@@ -291,7 +314,6 @@ describe('scale-out: two materializers in one group, two APIs with shared limits
             // Nobody is killed here: the deployed session timeout, so a member slowed down by a
             // busy machine is not taken for dead (a rebalance would be reported below).
             CONSUMER_SESSION_TIMEOUT_MS: '30000',
-            CONSUME_CONCURRENCY: '3',
             METRICS_PORT: String(port),
             LOG_LEVEL: 'warn',
           },
@@ -327,12 +349,12 @@ describe('scale-out: two materializers in one group, two APIs with shared limits
       async () => {
         const dead = deadMaterializers();
         if (dead.length > 0) throw new Error(dead.join('\n'));
-        const g = await groupAssignment(admin, group);
+        const g = await lanesAssignment(admin, group);
         const all = g.members.flatMap((m) => m.partitions).sort();
+        // Each process is a member of both lanes' groups, and has partitions in each.
         const ok =
           g.state === 'Stable' &&
-          g.members.length === 2 &&
-          g.members.every((m) => m.partitions.length > 0) &&
+          g.lanes.every((lane) => lane.members.length === 2 && lane.members.every((m) => m.partitions.length > 0)) &&
           JSON.stringify(all) === JSON.stringify(partitions);
         return ok ? g : undefined;
       },
@@ -425,7 +447,7 @@ describe('scale-out: two materializers in one group, two APIs with shared limits
     const records = metrics.map((t) => counterSum(t, 'materializer_records_applied_total'));
     const markers = metrics.map((t) => counterSum(t, 'materializer_markers_applied_total'));
     const failed = metrics.map((t) => counterSum(t, 'materializer_batches_failed_total'));
-    const after = await groupAssignment(admin, group);
+    const after = await lanesAssignment(admin, group);
     console.info(
       `records applied per process ${records.join(' + ')} of ${total}; markers ${markers.join(' + ')} of ` +
         `${cycleIds.length}; failed batches ${failed.join(', ')}; members ${
@@ -440,7 +462,8 @@ describe('scale-out: two materializers in one group, two APIs with shared limits
     expect(records[0]! + records[1]!).toBe(total);
     // The derive lock: each marker applied by exactly one of the two derive paths.
     expect(markers[0]! + markers[1]!).toBe(cycleIds.length);
-    expect(after.members).toHaveLength(2);
+    // Two members in each lane's group: the two processes, neither restarted as a third.
+    expect(after.lanes.map((l) => l.members.length)).toEqual([2, 2]);
     expect(deadMaterializers()).toEqual([]);
   }, 480_000);
 

@@ -224,6 +224,8 @@ export interface ConsumedBatch<K extends EventKind> {
    * a consumer is. @default unknown (hand-built batches, an empty batch)
    */
   lastTimestamp?: number;
+  /** The first record's timestamp (CreateTime, ms): how long the batch's oldest record waited. */
+  firstTimestamp?: number;
 }
 
 export interface ConsumerOptions {
@@ -321,12 +323,14 @@ export class EventConsumer<K extends EventKind> {
           }
         }
         const lastTimestamp = Number(batch.messages.at(-1)?.timestamp);
+        const firstTimestamp = Number(batch.messages[0]?.timestamp);
         await handler({
           topic: batch.topic,
           partition: batch.partition,
           messages,
           highWatermark: batch.highWatermark,
           ...(Number.isFinite(lastTimestamp) ? { lastTimestamp } : {}),
+          ...(Number.isFinite(firstTimestamp) ? { firstTimestamp } : {}),
         });
         // A revoked partition (isStale) must not get its offset moved by a batch that finished late.
         if (!isRunning() || isStale()) return;

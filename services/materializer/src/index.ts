@@ -2,6 +2,7 @@
 export { applyBatch, MATERIALIZED_KINDS, type ApplyResult, type MaterializedKind } from './apply.js';
 export { DEFAULT_PRIORITY, ListingsFirst, nextPriority, type PriorityOptions, type PriorityState } from './priority.js';
 export { Materializer, type BatchReport, type MaterializerOptions, type MaterializerState } from './materializer.js';
+export { kafkaGroups, otherKindsGroup } from './groups.js';
 export { CHANGES_CHANNEL, OutboxPublisher, type OutboxOptions, type OutboxState } from './outbox.js';
 export { MaterializerMetrics } from './metrics.js';
 export { Heartbeat, measureLag, type HeartbeatOptions, type PartitionLag } from './heartbeat.js';

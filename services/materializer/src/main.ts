@@ -40,6 +40,7 @@ const materializer = new Materializer(
     sessionTimeoutMs: config.CONSUMER_SESSION_TIMEOUT_MS,
     hourlyRetentionDays: config.HOURLY_RETENTION_DAYS,
     concurrency: config.CONSUME_CONCURRENCY,
+    listingsConcurrency: config.CONSUME_LISTINGS_CONCURRENCY,
     maxBatchBytes: config.CONSUME_MAX_BATCH_BYTES,
     heartbeatIntervalMs: config.HEARTBEAT_INTERVAL_MS,
     ...(config.LISTINGS_FIRST_ABOVE > 0

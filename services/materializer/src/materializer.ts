@@ -2,7 +2,9 @@
  * The materializer: consumes every poller topic (listings, buy orders, float-ranged, float buy
  * orders, sales, the store's book, history, poll-cycle markers) and applies each batch in one
  * PostgreSQL transaction with its offsets (the ingest path, apply.ts), several partitions at once
- * (`concurrency`: each partition's batches stay in order, and each owns its offset row). After
+ * (each partition's batches stay in order, and each owns its offset row), on two consumers: the
+ * listings lane (listings and poll-cycle markers, `listingsConcurrency`) and the other kinds'
+ * lane (`concurrency`), so a price never waits for a round of history or sales batches. After
  * each commit it pokes the derive path (deriver.ts), which applies the poll-cycle markers whose
  * data is in, in transactions of its own.
  *
@@ -31,16 +33,17 @@
  * checks isStale): the new owner starts from PostgreSQL's offsets either way.
  */
 import type { AppError } from '@skinprices/domain';
-import { EventConsumer, topicFor, type EventSerde, type TopicCodec } from '@skinprices/events';
+import { EventConsumer, topicFor, type ConsumedBatch, type EventSerde, type TopicCodec } from '@skinprices/events';
 import type { Logger } from '@skinprices/runtime';
 import { migrate, type Pool, type PoolClient } from '@skinprices/store';
 import type { Admin, Kafka } from 'kafkajs';
 import { schemaLockSql } from './lock.js';
-import { applyBatch, MATERIALIZED_KINDS, type ApplyResult, type MaterializedKind } from './apply.js';
+import { applyBatch, MATERIALIZED_KINDS, type ApplyOptions, type ApplyResult, type MaterializedKind } from './apply.js';
 import { Deriver, type DeriveReport } from './deriver.js';
+import { otherKindsGroup } from './groups.js';
 import { Heartbeat } from './heartbeat.js';
 import type { MaterializerMetrics } from './metrics.js';
-import { clusterIdOf, isOffsetsMismatch, verifyStoredOffsets } from './offsets.js';
+import { clusterIdOf, isOffsetsMismatch, seedKafkaGroup, verifyStoredOffsets } from './offsets.js';
 import { ListingsFirst, recordsLeft, type PriorityOptions } from './priority.js';
 
 export type MaterializerState =
@@ -57,11 +60,14 @@ export interface MaterializerOptions {
   /** Days of hourly history kept. @default 100 */
   hourlyRetentionDays?: number;
   /**
-   * Partitions applied at once (kafkajs partitionsConsumedConcurrently), each in its own
-   * transaction on its own connection: the pool needs this many plus the derive path's, the
-   * schema lock's and the heartbeat's. @default 3
+   * The other kinds' partitions applied at once (their lane's kafkajs
+   * partitionsConsumedConcurrently), each in its own transaction on its own connection: the pool
+   * needs this and `listingsConcurrency` together plus the derive path's, the schema lock's and
+   * the heartbeat's; at least one batch per lane whatever the pool. @default 2
    */
   concurrency?: number;
+  /** Listings and poll-cycle partitions applied at once, on the listings lane's consumer. @default 3 */
+  listingsConcurrency?: number;
   /**
    * The largest batch a behind partition is applied in, in bytes of records (one fetch of it).
    * @default 1 MiB (kafkajs's): ~2,400 listings a batch
@@ -85,24 +91,50 @@ export interface MaterializerOptions {
   listingsFirst?: PriorityOptions;
 }
 
+/** What every batch's handling shares, made once by start(). */
+interface BatchDeps {
+  kindOf: ReadonlyMap<string, MaterializedKind>;
+  applyOptions: ApplyOptions;
+  deriver: Deriver;
+}
+
 /** What a listener hears after each committed batch; `ms` is the time from receipt to commit. */
-export type BatchReport = ApplyResult & { topic: string; partition: number; ms: number };
+export type BatchReport = ApplyResult & {
+  topic: string;
+  partition: number;
+  ms: number;
+  /** From the batch's first record's produce to the batch reaching the ingest path (unknown: absent). */
+  waitMs?: number;
+};
+
+/**
+ * One consumer of the materializer: the listings lane or the other kinds' lane. Each has its own
+ * fetch loop, so a listings batch never waits for a fetch round of history or sales batches to
+ * end (kafkajs fetches a broker's partitions again only when every batch of its last fetch has
+ * been handled: one listings batch waited 8.9 s on average behind them in a burst).
+ */
+interface Lane {
+  name: 'listings' | 'other-kinds';
+  groupId: string;
+  consumer: EventConsumer<MaterializedKind>;
+  topics: readonly string[];
+  assignment: Record<string, number[]> | undefined;
+  kafkaMemberId: string | undefined;
+  /** The check of the lane's current assignment's stored offsets; each of its batches waits for it. */
+  verifying: Promise<void>;
+}
 
 export class Materializer {
   state: MaterializerState = 'created';
-  private consumer: EventConsumer<MaterializedKind> | undefined;
+  private lanes: Lane[] = [];
   private lock: PoolClient | undefined;
   private readonly listeners = new Set<(r: BatchReport) => void>();
   private deriver: Deriver | undefined;
   private readonly deriveListeners = new Set<(r: DeriveReport) => void>();
   private heartbeat: Heartbeat | undefined;
-  private assignment: Record<string, number[]> | undefined;
-  private kafkaMemberId: string | undefined;
   private lastBatchAt: Date | undefined;
   private admin: Admin | undefined;
   private clusterId: string | undefined;
-  /** The check of the current assignment's stored offsets; every batch waits for it. */
-  private verifying: Promise<void> = Promise.resolve();
   private readonly fatalListeners = new Set<(err: AppError) => void>();
   /** Why the materializer stopped by itself (state `failed`). */
   failure: AppError | undefined;
@@ -198,23 +230,41 @@ export class Materializer {
       throw err;
     }
     const clusterId = this.clusterId;
-    this.consumer = new EventConsumer(kafka, codecs, {
-      groupId: this.options.groupId,
-      fromBeginning: true,
-      // Never more batches than connections left beside the schema lock, the derive path and one
-      // for the heartbeat or a reader: a batch waiting for a connection holds up its partition.
-      concurrency: Math.max(1, Math.min(this.options.concurrency ?? 3, (pool.options.max ?? 10) - 3)),
-      ...(this.options.sessionTimeoutMs ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {}),
-      ...(this.options.maxBatchBytes ? { maxBytesPerPartition: this.options.maxBatchBytes } : {}),
-    });
-    const raw = this.consumer.raw;
     const listingsTopic = `${topicFor('listing').name}${this.options.topicSuffix}`;
+    const markersTopic = `${topicFor('pollCycle').name}${this.options.topicSuffix}`;
+    // Never more batches than connections left beside the schema lock, the derive path and one
+    // for the heartbeat or a reader: a batch waiting for a connection holds up its partition.
+    const slots = Math.max(2, (pool.options.max ?? 10) - 3);
+    const listingsSlots = Math.max(1, Math.min(this.options.listingsConcurrency ?? 3, slots - 1));
+    const otherSlots = Math.max(1, Math.min(this.options.concurrency ?? 2, slots - listingsSlots));
+    const lane = (name: Lane['name'], groupId: string, topics: readonly string[], concurrency: number): Lane => ({
+      name,
+      groupId,
+      consumer: new EventConsumer(
+        kafka,
+        codecs.filter((c) => topics.includes(c.topic)),
+        {
+          groupId,
+          fromBeginning: true,
+          concurrency,
+          ...(this.options.sessionTimeoutMs ? { sessionTimeoutMs: this.options.sessionTimeoutMs } : {}),
+          ...(this.options.maxBatchBytes ? { maxBytesPerPartition: this.options.maxBatchBytes } : {}),
+        },
+      ),
+      topics,
+      assignment: undefined,
+      kafkaMemberId: undefined,
+      verifying: Promise.resolve(),
+    });
+    const otherTopics = [...kindOf.keys()].filter((t) => t !== listingsTopic && t !== markersTopic);
+    const listingsLane = lane('listings', this.options.groupId, [listingsTopic, markersTopic], listingsSlots);
+    const otherLane = lane('other-kinds', otherKindsGroup(this.options.groupId), otherTopics, otherSlots);
+    this.lanes = [listingsLane, otherLane];
     if (this.options.listingsFirst) {
-      const markersTopic = `${topicFor('pollCycle').name}${this.options.topicSuffix}`;
       const priority = new ListingsFirst(
         listingsTopic,
-        [...kindOf.keys()].filter((t) => t !== listingsTopic && t !== markersTopic),
-        raw,
+        otherTopics,
+        otherLane.consumer.raw,
         this.options.listingsFirst,
       );
       this.priority = priority;
@@ -226,20 +276,38 @@ export class Materializer {
       }, 1_000);
       this.priorityTimer.unref();
     }
-    raw.on(raw.events.GROUP_JOIN, ({ payload }) => {
-      this.assignment = payload.memberAssignment;
-      this.kafkaMemberId = payload.memberId;
-      this.priority?.assigned(payload.memberAssignment[listingsTopic] ?? []);
-      this.unread.clear();
-      // Emitted after the group's sync, before the first fetch of the new assignment: every batch
-      // awaits this check, so no partition of the assignment is applied before its offsets are.
-      // A mismatch stops the materializer even if no batch comes; other failures (Kafka or
-      // PostgreSQL away) are retried by the next batch (assignmentVerified).
-      this.verifying = this.verify(assigned(payload.memberAssignment));
-      this.verifying.catch((err: unknown) => {
-        if (isOffsetsMismatch(err)) this.fail(err);
+    for (const l of this.lanes) {
+      try {
+        const seeded = await seedKafkaGroup(pool, this.admin, {
+          groupId: this.options.groupId,
+          kafkaGroup: l.groupId,
+          topics: l.topics,
+        });
+        if (seeded > 0)
+          logger.info({ group: l.groupId, partitions: seeded }, "a new Kafka group starts at the read model's offsets");
+      } catch (err) {
+        // Only where the lane starts reading: without it, it reads its topics from their start and
+        // the stored offsets skip what was applied.
+        logger.warn({ err, group: l.groupId }, "could not seed the Kafka group's offsets; it reads from the start");
+      }
+      const raw = l.consumer.raw;
+      raw.on(raw.events.GROUP_JOIN, ({ payload }) => {
+        l.assignment = payload.memberAssignment;
+        l.kafkaMemberId = payload.memberId;
+        if (l === listingsLane) this.priority?.assigned(payload.memberAssignment[listingsTopic] ?? []);
+        else this.priority?.retell();
+        for (const key of [...this.unread.keys()])
+          if (l.topics.includes(key.slice(0, key.lastIndexOf(':')))) this.unread.delete(key);
+        // Emitted after the group's sync, before the first fetch of the new assignment: every batch
+        // awaits this check, so no partition of the assignment is applied before its offsets are.
+        // A mismatch stops the materializer even if no batch comes; other failures (Kafka or
+        // PostgreSQL away) are retried by the next batch (assignmentVerified).
+        l.verifying = this.verify(assigned(payload.memberAssignment));
+        l.verifying.catch((err: unknown) => {
+          if (isOffsetsMismatch(err)) this.fail(err);
+        });
       });
-    });
+    }
     for (const topic of kindOf.keys())
       for (const reason of ['decode', 'sql']) metrics?.deadLetters.inc({ topic, reason }, 0);
     if (this.options.heartbeatIntervalMs) {
@@ -252,8 +320,11 @@ export class Materializer {
           ...(metrics ? { metrics } : {}),
           source: {
             state: () => this.state,
-            assignment: () => this.assignment,
-            kafkaMemberId: () => this.kafkaMemberId,
+            assignment: () => this.assignment(),
+            kafkaMemberId: () => {
+              const ids = this.lanes.flatMap((l) => (l.kafkaMemberId ? [l.kafkaMemberId] : []));
+              return ids.length > 0 ? ids.join(' ') : undefined;
+            },
             lastBatchAt: () => this.lastBatchAt,
           },
         },
@@ -292,66 +363,93 @@ export class Materializer {
     this.deriver = deriver;
     deriver.start();
     this.state = 'consuming';
-    await this.consumer.start(async (batch) => {
-      // Stopped for good: throwing keeps kafkajs from resolving (and committing) the batch while
-      // stop() disconnects.
-      if (this.failure) throw this.failure;
-      const t0 = performance.now();
-      const receivedAt = Date.now();
-      let client: PoolClient | undefined;
-      try {
-        await this.assignmentVerified();
-        client = await pool.connect();
-        const result = await applyBatch(client, kindOf.get(batch.topic) as MaterializedKind, batch, applyOptions);
-        // The whole batch lay below the stored offset and past the end Kafka reported with it:
-        // a stale batch, or a log that is not the one the offset counts. A fresh ListOffsets
-        // tells which before the batch is resolved.
-        if (result.pastEnd) await this.verify({ [batch.topic]: [batch.partition] });
-        if (this.state === 'erroring') this.state = 'consuming';
-        const last = batch.messages.at(-1);
-        if (last) {
-          const nextOffset = BigInt(last.offset) + 1n;
-          // Only partitions still this process's (a batch of the previous assignment may end
-          // after a rebalance).
-          if (this.assignment?.[batch.topic]?.includes(batch.partition))
-            this.unread.set(`${batch.topic}:${batch.partition}`, recordsLeft(batch.highWatermark, nextOffset));
-          this.priority?.observe(batch.topic, batch.partition, {
-            highWatermark: batch.highWatermark,
-            nextOffset,
-            lastTimestamp: batch.lastTimestamp,
-            receivedAt,
-          });
-        }
-        const report = { ...result, topic: batch.topic, partition: batch.partition, ms: performance.now() - t0 };
-        this.lastBatchAt = new Date();
-        this.record(report);
-        for (const l of this.listeners) l(report);
-        // A marker stored, or the data a stored marker waited for: the derive path looks now.
-        if (result.applied > 0 || result.deadLetters > 0) deriver.poke();
-        if (result.deadLetters > 0)
-          logger.error(
-            {
-              topic: batch.topic,
-              partition: batch.partition,
-              count: result.deadLetters,
-              poisoned: result.poisoned,
-            },
-            'records sent to dead_letters',
-          );
-      } catch (err) {
-        if (isOffsetsMismatch(err)) {
-          this.fail(err);
-          throw err;
-        }
-        // Throwing makes kafkajs retry the batch (with its backoff); nothing was committed.
-        metrics?.batchesFailed.inc({ topic: batch.topic });
-        this.state = 'erroring';
-        logger.warn({ err, topic: batch.topic, partition: batch.partition }, 'batch failed; will be retried');
-        throw err;
-      } finally {
-        client?.release();
+    const deps: BatchDeps = { kindOf, applyOptions, deriver };
+    // Both lanes or neither: a lane that started while the other failed to (a topic missing, Kafka
+    // away) would apply batches of a materializer whose start() rejected and that nobody stops.
+    const started = await Promise.allSettled(
+      this.lanes.map((l) => l.consumer.start((batch) => this.handle(l, batch, deps))),
+    );
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) {
+      await this.stop().catch(() => undefined);
+      throw failed.reason;
+    }
+  }
+
+  /** Applies one batch of a lane: its transaction, then what listeners, metrics and the derive path hear. */
+  private async handle(lane: Lane, batch: ConsumedBatch<MaterializedKind>, deps: BatchDeps): Promise<void> {
+    const { pool, logger, metrics } = this.deps;
+    const { kindOf, applyOptions, deriver } = deps;
+    // Stopped for good: throwing keeps kafkajs from resolving (and committing) the batch while
+    // stop() disconnects.
+    if (this.failure) throw this.failure;
+    const t0 = performance.now();
+    const receivedAt = Date.now();
+    let client: PoolClient | undefined;
+    try {
+      await this.assignmentVerified(lane);
+      client = await pool.connect();
+      const result = await applyBatch(client, kindOf.get(batch.topic) as MaterializedKind, batch, applyOptions);
+      // The whole batch lay below the stored offset and past the end Kafka reported with it:
+      // a stale batch, or a log that is not the one the offset counts. A fresh ListOffsets
+      // tells which before the batch is resolved.
+      if (result.pastEnd) await this.verify({ [batch.topic]: [batch.partition] });
+      if (this.state === 'erroring') this.state = 'consuming';
+      const last = batch.messages.at(-1);
+      if (last) {
+        const nextOffset = BigInt(last.offset) + 1n;
+        // Only partitions still this process's (a batch of the previous assignment may end
+        // after a rebalance).
+        if (lane.assignment?.[batch.topic]?.includes(batch.partition))
+          this.unread.set(`${batch.topic}:${batch.partition}`, recordsLeft(batch.highWatermark, nextOffset));
+        this.priority?.observe(batch.topic, batch.partition, {
+          highWatermark: batch.highWatermark,
+          nextOffset,
+          lastTimestamp: batch.lastTimestamp,
+          receivedAt,
+        });
       }
-    });
+      const report: BatchReport = {
+        ...result,
+        topic: batch.topic,
+        partition: batch.partition,
+        ms: performance.now() - t0,
+        ...(batch.firstTimestamp === undefined ? {} : { waitMs: Math.max(0, receivedAt - batch.firstTimestamp) }),
+      };
+      this.lastBatchAt = new Date();
+      this.record(report);
+      for (const l of this.listeners) l(report);
+      // A marker stored, or the data a stored marker waited for: the derive path looks now.
+      if (result.applied > 0 || result.deadLetters > 0) deriver.poke();
+      if (result.deadLetters > 0)
+        logger.error(
+          {
+            topic: batch.topic,
+            partition: batch.partition,
+            count: result.deadLetters,
+            poisoned: result.poisoned,
+          },
+          'records sent to dead_letters',
+        );
+    } catch (err) {
+      if (isOffsetsMismatch(err)) {
+        this.fail(err);
+        throw err;
+      }
+      // Throwing makes kafkajs retry the batch (with its backoff); nothing was committed.
+      metrics?.batchesFailed.inc({ topic: batch.topic });
+      this.state = 'erroring';
+      logger.warn({ err, topic: batch.topic, partition: batch.partition }, 'batch failed; will be retried');
+      throw err;
+    } finally {
+      client?.release();
+    }
+  }
+
+  /** Every lane's partitions, as one assignment (topic → partitions); none before a lane joined. */
+  private assignment(): Record<string, number[]> | undefined {
+    const joined = this.lanes.filter((l) => l.assignment !== undefined);
+    return joined.length === 0 ? undefined : Object.assign({}, ...joined.map((l) => l.assignment));
   }
 
   /** Checks the stored offsets of `scope` (topic → partitions; [] = all stored) against the cluster. */
@@ -374,14 +472,14 @@ export class Materializer {
    * Waits for the current assignment's check. A check that failed for a passing reason (Kafka or
    * PostgreSQL away) starts again and fails this batch, which kafkajs retries after its backoff.
    */
-  private async assignmentVerified(): Promise<void> {
+  private async assignmentVerified(lane: Lane): Promise<void> {
     try {
-      await this.verifying;
+      await lane.verifying;
     } catch (err) {
       if (!isOffsetsMismatch(err)) {
-        const assignment = this.assignment;
-        this.verifying = assignment ? this.verify(assigned(assignment)) : Promise.resolve();
-        this.verifying.catch(() => undefined);
+        const assignment = lane.assignment;
+        lane.verifying = assignment ? this.verify(assigned(assignment)) : Promise.resolve();
+        lane.verifying.catch(() => undefined);
       }
       throw err;
     }
@@ -414,6 +512,7 @@ export class Materializer {
     const { metrics } = this.deps;
     if (!metrics) return;
     metrics.batchSeconds.observe({ topic: r.topic }, r.ms / 1000);
+    if (r.waitMs !== undefined) metrics.batchWait.observe({ topic: r.topic }, r.waitMs / 1000);
     metrics.records.inc({ topic: r.topic }, r.applied);
     if (r.deadLetters > r.poisoned)
       metrics.deadLetters.inc({ topic: r.topic, reason: 'decode' }, r.deadLetters - r.poisoned);
@@ -427,7 +526,7 @@ export class Materializer {
     clearInterval(this.priorityTimer);
     await this.heartbeat?.stop();
     this.heartbeat = undefined;
-    await this.consumer?.stop();
+    await Promise.all(this.lanes.map((l) => l.consumer.stop()));
     // After the consumer: no batch pokes it any more; a derive transaction running finishes.
     await this.deriver?.stop();
     await this.release();

@@ -17,6 +17,13 @@ export class MaterializerMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
+  readonly batchWait = new Histogram({
+    name: 'materializer_batch_wait_seconds',
+    help: "Time from a batch's first record's produce (its CreateTime) to the batch reaching the ingest path: Kafka, the fetch and the wait for a free slot, before the apply",
+    labelNames: ['topic'],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    registers: [this.registry],
+  });
   readonly records = new Counter({
     name: 'materializer_records_applied_total',
     help: 'Records applied to the read model (redelivered ones below the stored offset not counted)',

@@ -24,6 +24,7 @@
 import { AppError } from '@skinprices/domain';
 import type { Pool, PoolClient } from '@skinprices/store';
 import type { Admin, Kafka } from 'kafkajs';
+import { kafkaGroups } from './groups.js';
 
 /** One row of consumer_offsets, as the checks need it. */
 export interface StoredOffset {
@@ -205,6 +206,34 @@ export async function verifyStoredOffsets(
   return { checked: rows.length, adopted: adopted.rowCount ?? 0 };
 }
 
+/**
+ * A Kafka group that has committed nothing for `topics` (new: the other kinds' lane's on the first
+ * start after the lanes came, or one Kafka expired) is given PostgreSQL's stored offsets as its
+ * starting point, so its consumer starts where the read model is instead of at the start of every
+ * log (a re-read that skips everything by those offsets, but fetches and decodes it all first).
+ * Only the start moves: what is applied is still decided by the stored offsets in each batch's
+ * transaction. Call after verifyStoredOffsets (the offsets count this cluster's records). Kafka
+ * refuses while the group has live members (another process of the group started first and its
+ * consumer already chose where to start): then nothing is seeded. Returns the partitions seeded.
+ */
+export async function seedKafkaGroup(
+  pool: Pool,
+  admin: Admin,
+  options: { groupId: string; kafkaGroup: string; topics: readonly string[] },
+): Promise<number> {
+  const committed = await admin.fetchOffsets({ groupId: options.kafkaGroup, topics: [...options.topics] });
+  if (committed.some((t) => t.partitions.some((p) => p.offset !== '-1'))) return 0;
+  const rows = await storedOffsets(pool, options.groupId, Object.fromEntries(options.topics.map((t) => [t, []])));
+  const byTopic = new Map<string, { partition: number; offset: string }[]>();
+  for (const r of rows) {
+    const list = byTopic.get(r.topic) ?? [];
+    list.push({ partition: r.partition, offset: r.nextOffset.toString() });
+    byTopic.set(r.topic, list);
+  }
+  for (const [topic, partitions] of byTopic) await admin.setOffsets({ groupId: options.kafkaGroup, topic, partitions });
+  return rows.length;
+}
+
 export interface ResetPlan {
   clusterId: string;
   rows: (StoredOffset & { mismatch: string | null })[];
@@ -268,7 +297,8 @@ export async function resetStoredOffsets(
     if (!rows[0]?.ok)
       throw new AppError('busy', 'a materializer (or a replay) is running on this schema: stop it first');
     try {
-      const kafkaGroupDeleted = await deleteKafkaGroup(kafka, options.groupId);
+      // Both lanes' groups (groups.ts).
+      const kafkaGroupDeleted = await deleteKafkaGroups(kafka, kafkaGroups(options.groupId));
       await client.query('BEGIN');
       const topics = await client.query<{ topic: string }>(
         'SELECT DISTINCT topic FROM consumer_offsets WHERE group_id = $1',
@@ -292,20 +322,24 @@ export async function resetStoredOffsets(
   }
 }
 
-/** true: deleted; false: Kafka had no such group. A group with live members is refused. */
-async function deleteKafkaGroup(kafka: Kafka, groupId: string): Promise<boolean> {
+/**
+ * true: at least one deleted; false: Kafka had none of them. Refused, before anything is deleted,
+ * when any of them has live members.
+ */
+async function deleteKafkaGroups(kafka: Kafka, groupIds: readonly string[]): Promise<boolean> {
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const { groups } = await admin.describeGroups([groupId]);
-    const group = groups[0];
-    if (!group || group.state === 'Dead') return false;
-    if (group.members.length > 0)
-      throw new AppError(
-        'busy',
-        `consumer group '${groupId}' has ${group.members.length} live member(s) in Kafka: stop every materializer first`,
-      );
-    await admin.deleteGroups([groupId]);
+    const { groups } = await admin.describeGroups([...groupIds]);
+    const existing = groups.filter((g) => g.state !== 'Dead');
+    for (const g of existing)
+      if (g.members.length > 0)
+        throw new AppError(
+          'busy',
+          `consumer group '${g.groupId}' has ${g.members.length} live member(s) in Kafka: stop every materializer first`,
+        );
+    if (existing.length === 0) return false;
+    await admin.deleteGroups(existing.map((g) => g.groupId));
     return true;
   } finally {
     await admin.disconnect();

@@ -20,6 +20,7 @@ import { createPool, ensureSchema, ident } from '@skinprices/store';
 import type { Kafka } from 'kafkajs';
 import { MATERIALIZED_KINDS } from './apply.js';
 import { tableChecksums, type TableChecksum } from './checksums.js';
+import { kafkaGroups } from './groups.js';
 import { schemaLockSql } from './lock.js';
 import { Materializer } from './materializer.js';
 
@@ -84,9 +85,10 @@ export async function replay(
     onState('rebuilding');
     await admin.query(`DROP SCHEMA IF EXISTS ${ident(target)} CASCADE`);
     await ensureSchema(admin, target);
-    // As many connections as the live materializer: three partitions at once, the derive path,
-    // the schema lock (materializer.ts caps its concurrency to what the pool leaves).
-    const pool = createPool({ databaseUrl: options.databaseUrl, schema: target, max: 8, applicationName: 'replay' });
+    // As many connections as the live materializer's batches (three listings and two other
+    // partitions at once), the derive path, the schema lock and the catch-up check
+    // (materializer.ts caps its concurrency to what the pool leaves).
+    const pool = createPool({ databaseUrl: options.databaseUrl, schema: target, max: 10, applicationName: 'replay' });
     const replayGroup = `${options.groupId}.replay.${started}`;
     try {
       const materializer = new Materializer(
@@ -111,7 +113,7 @@ export async function replay(
       await pool.query('UPDATE consumer_offsets SET group_id = $1 WHERE group_id = $2', [options.groupId, replayGroup]);
       onState('checksums');
       const checksums = await tableChecksums(pool);
-      await deleteGroup(deps.kafka, replayGroup);
+      for (const group of kafkaGroups(replayGroup)) await deleteGroup(deps.kafka, group);
 
       let schema = target;
       if (options.swap) {
