@@ -128,7 +128,9 @@ async function freshSchema(name: string) {
   const adminPool = createPool({ databaseUrl, max: 1 });
   await adminPool.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
   await adminPool.end();
-  const pool = createPool({ databaseUrl, schema: name, max: 6, applicationName: 'bench' });
+  // Three listings batches at once beside two of the other kinds, the derive path and the lock, as
+  // the materializer's defaults take them (DB_POOL_SIZE 10 less the outbox and the export).
+  const pool = createPool({ databaseUrl, schema: name, max: 8, applicationName: 'bench' });
   await ensureSchema(pool, name);
   await migrate(pool, MIGRATIONS_DIR);
   return pool;
