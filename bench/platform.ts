@@ -109,6 +109,8 @@ interface Run {
   visible_rows: number;
   /** CPU seconds per process from the platform's start until the catalogue was visible. */
   cold_cpu_s: Record<string, number>;
+  /** The watched metrics (WATCHED) from the platform's start until the catalogue was visible. */
+  cold_metrics: Record<string, number>;
   /** The same while the freshness changes were made and awaited. */
   freshness_cpu_s: Record<string, number>;
   /** Per change; a missed change counts with its deadline as a lower bound. */
@@ -339,6 +341,9 @@ async function platformRun(run: number): Promise<Run> {
     const visible = performance.now();
     const coldCpu = cpuDelta(cpuAtStart, cpuSeconds(platform.pid as number));
     console.log(`run ${run + 1}: CPU seconds per process until visible: ${JSON.stringify(coldCpu)}`);
+    // The watched metrics from the start until visible: how many batches the listings came in.
+    const coldMetrics = Object.fromEntries([...(await metricsNow())].map(([k, v]) => [k, round(v, 3)]));
+    console.log(`run ${run + 1}: metrics until visible: ${JSON.stringify(coldMetrics)}`);
     const traffic = (await (await fetch(`${control}/_sim/traffic`)).json()) as Record<string, { first_at: number }>;
     // first_at is wall-clock time: translate it onto this process's monotonic clock.
     const firstRequest = Math.min(...Object.values(traffic).map((t) => t.first_at)) - Date.now() + performance.now();
@@ -379,6 +384,7 @@ async function platformRun(run: number): Promise<Run> {
       platform_start_s: round((t0 - spawned) / 1000, 2),
       visible_rows: visibleRows,
       cold_cpu_s: coldCpu,
+      cold_metrics: coldMetrics,
     };
     if (COLD_ONLY)
       return {
