@@ -463,16 +463,20 @@ async function platformRun(run: number): Promise<Run> {
       // seconds to answer held the look back as long, and counted that wait as the ingest's.
       const watchCommits = (async () => {
         while (Date.now() <= deadline && batch.some((x) => x.committedAt === undefined && x.visibleAt === undefined)) {
-          for (const c of batch.filter((x) => x.committedAt === undefined)) {
+          // Only changes not yet seen in their list: one seen there was committed before that.
+          for (const c of batch.filter((x) => x.committedAt === undefined && x.visibleAt === undefined)) {
             const { rows } = await db.query<{ price: string | null }>(
               `SELECT price::text AS price FROM ${tag}.listings_current WHERE market = $1 AND market_hash_name = $2 AND phase = $3`,
               [c.market, c.name, c.phase],
             );
-            if (rows[0]?.price === c.price) c.committedAt = Date.now();
+            // Seen in its list while this look was on its way: committed no later than that.
+            if (rows[0]?.price === c.price) c.committedAt = Math.min(Date.now(), c.visibleAt ?? Infinity);
           }
           await sleep(50);
         }
       })();
+      // Awaited after the lists' loop; a failed look must not be an unhandled rejection meanwhile.
+      watchCommits.catch(() => undefined);
       while (batch.some((c) => c.visibleAt === undefined)) {
         // A slower machine must give a figure, not a crash: the deadline is recorded as a lower
         // bound and the change counted as missed.
@@ -548,7 +552,8 @@ async function platformRun(run: number): Promise<Run> {
       ...cold,
       freshness_cpu_s: freshnessCpu,
       freshness_ms: timed.map((c) => (c.visibleAt as number) - (c.producedAt as number)),
-      // A change first read in the table by the same poll that saw it in the API counts 0 there.
+      // A change seen in its list before the look found it in the table counts 0 there (the look
+      // runs every 50 ms, so at most that much of the serve time is counted as the commit's).
       freshness_commit_ms: timed
         .filter((c) => c.committedAt !== undefined)
         .map((c) => (c.committedAt as number) - (c.producedAt as number)),

@@ -122,6 +122,8 @@ interface Lane {
   kafkaMemberId: string | undefined;
   /** The check of the lane's current assignment's stored offsets; each of its batches waits for it. */
   verifying: Promise<void>;
+  /** Its last batch failed (and kafkajs retries it). */
+  erroring: boolean;
 }
 
 export class Materializer {
@@ -255,6 +257,7 @@ export class Materializer {
       assignment: undefined,
       kafkaMemberId: undefined,
       verifying: Promise.resolve(),
+      erroring: false,
     });
     const otherTopics = [...kindOf.keys()].filter((t) => t !== listingsTopic && t !== markersTopic);
     const listingsLane = lane('listings', this.options.groupId, [listingsTopic, markersTopic], listingsSlots);
@@ -288,7 +291,11 @@ export class Materializer {
       } catch (err) {
         // Only where the lane starts reading: without it, it reads its topics from their start and
         // the stored offsets skip what was applied.
-        logger.warn({ err, group: l.groupId }, "could not seed the Kafka group's offsets; it reads from the start");
+        // Refused also when another process of the group joined it first (a scale-out's start).
+        logger.info(
+          { err: String(err), group: l.groupId },
+          "Kafka group not seeded with the stored offsets; it starts where Kafka says (the log's start if nothing is committed)",
+        );
       }
       const raw = l.consumer.raw;
       raw.on(raw.events.GROUP_JOIN, ({ payload }) => {
@@ -321,6 +328,7 @@ export class Materializer {
           source: {
             state: () => this.state,
             assignment: () => this.assignment(),
+            // Both lanes' member ids, space-separated (one per Kafka group: groups.ts).
             kafkaMemberId: () => {
               const ids = this.lanes.flatMap((l) => (l.kafkaMemberId ? [l.kafkaMemberId] : []));
               return ids.length > 0 ? ids.join(' ') : undefined;
@@ -394,7 +402,10 @@ export class Materializer {
       // a stale batch, or a log that is not the one the offset counts. A fresh ListOffsets
       // tells which before the batch is resolved.
       if (result.pastEnd) await this.verify({ [batch.topic]: [batch.partition] });
-      if (this.state === 'erroring') this.state = 'consuming';
+      // Erroring while either lane's last batch failed: listings flowing must not hide the other
+      // lane stalled on a retried batch (/v1/status reads the state from the heartbeat).
+      lane.erroring = false;
+      if (this.state === 'erroring' && !this.lanes.some((l) => l.erroring)) this.state = 'consuming';
       const last = batch.messages.at(-1);
       if (last) {
         const nextOffset = BigInt(last.offset) + 1n;
@@ -438,6 +449,7 @@ export class Materializer {
       }
       // Throwing makes kafkajs retry the batch (with its backoff); nothing was committed.
       metrics?.batchesFailed.inc({ topic: batch.topic });
+      lane.erroring = true;
       this.state = 'erroring';
       logger.warn({ err, topic: batch.topic, partition: batch.partition }, 'batch failed; will be retried');
       throw err;
