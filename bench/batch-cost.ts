@@ -18,11 +18,11 @@
  */
 import { MARKETS } from '@skinprices/domain';
 import type { ConsumedBatch, ListingEvent } from '@skinprices/events';
-import { applyBatch, MIGRATIONS_DIR, type MaterializedKind } from '@skinprices/materializer';
+import { applyBatch, type MaterializedKind } from '@skinprices/materializer';
 import { generateCatalogue, MarketModel } from '@skinprices/simulator';
-import { createPool, ensureSchema, migrate, type PoolClient } from '@skinprices/store';
+import type { PoolClient } from '@skinprices/store';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { benchArgs, median, percentile, round, writeResult } from './support/harness.js';
+import { benchArgs, dropSchema, freshSchema, median, percentile, round, writeResult } from './support/harness.js';
 import { snapshotListings } from './support/listings.js';
 
 const args = benchArgs('batch-cost');
@@ -113,12 +113,7 @@ interface Run {
 const measured: Run[] = [];
 for (let run = 0; run < args.runs; run++) {
   nextOffset.clear();
-  const admin = createPool({ databaseUrl, max: 1 });
-  await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-  await admin.end();
-  const pool = createPool({ databaseUrl, schema: SCHEMA, max: 2, applicationName: 'bench-batch-cost' });
-  await ensureSchema(pool, SCHEMA);
-  await migrate(pool, MIGRATIONS_DIR);
+  const pool = await freshSchema(databaseUrl, SCHEMA, 2, 'bench-batch-cost');
   const options = { groupId: 'bench-batch-cost', outbox: true, hourlyRetentionDays: 100, clusterId: 'bench' };
   const raw = await pool.connect();
   // The read model before the burst: every marketplace's full cycle, in the cold start's batches.
@@ -169,9 +164,7 @@ for (let run = 0; run < args.runs; run++) {
     `run ${run + 1}: ${m.batches} batches of ≤${rowsPerBatch} rows (${rows} rows), ${m.ms_per_batch_median} ms a batch (p90 ${m.ms_per_batch_p90}), ${m.statements_per_batch} statements each, load ${load}`,
   );
 }
-const admin = createPool({ databaseUrl, max: 1 });
-await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-await admin.end();
+await dropSchema(databaseUrl, SCHEMA);
 writeResult(args.out, {
   what: 'one small listings batch through applyBatch (a burst: the next bucket’s changed rows of every listing marketplace, in turn)',
   machine: '2 cores; PostgreSQL and the benchmark on the same machine',

@@ -38,10 +38,18 @@ import {
 } from '@skinprices/materializer';
 import { createLogger } from '@skinprices/runtime';
 import { generateCatalogue, MarketModel } from '@skinprices/simulator';
-import { copyRows, createPool, ensureSchema, migrate, type CopyValue } from '@skinprices/store';
+import { copyRows, type CopyValue } from '@skinprices/store';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { benchArgs, median, round, sqlProfile, writeResult } from './support/harness.js';
+import {
+  benchArgs,
+  dropSchema as dropSchemaOf,
+  freshSchema as freshSchemaOf,
+  median,
+  round,
+  sqlProfile,
+  writeResult,
+} from './support/harness.js';
 import { snapshotListings } from './support/listings.js';
 
 const args = benchArgs('materialize');
@@ -124,23 +132,10 @@ const candle = (e: (typeof events)[number], bucket: CopyValue): CopyValue[] => [
 const hourlyRows = events.map((e) => candle(e, new Date(Math.floor(e.observed_at / 3_600_000) * 3_600_000)));
 const dailyRows = priced.map((e) => candle(e, new Date(startOfUtcDay(e.observed_at)).toISOString().slice(0, 10)));
 
-async function freshSchema(name: string) {
-  const adminPool = createPool({ databaseUrl, max: 1 });
-  await adminPool.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
-  await adminPool.end();
-  // Three listings batches at once beside two of the other kinds, the derive path and the lock, as
-  // the materializer's defaults take them (DB_POOL_SIZE 10 less the outbox and the export).
-  const pool = createPool({ databaseUrl, schema: name, max: 8, applicationName: 'bench' });
-  await ensureSchema(pool, name);
-  await migrate(pool, MIGRATIONS_DIR);
-  return pool;
-}
-
-async function dropSchema(name: string) {
-  const adminPool = createPool({ databaseUrl, max: 1 });
-  await adminPool.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
-  await adminPool.end();
-}
+// Three listings batches at once beside two of the other kinds, the derive path and the lock, as
+// the materializer's defaults take them (DB_POOL_SIZE 10 less the outbox and the export).
+const freshSchema = (name: string) => freshSchemaOf(databaseUrl, name, 8, 'bench');
+const dropSchema = (name: string) => dropSchemaOf(databaseUrl, name);
 
 interface Run {
   /** The ingest path: every listings record committed. */

@@ -9,7 +9,8 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KeyStore } from '@skinprices/api';
 import { waitForUrl } from '@skinprices/runtime';
-import { createPool } from '@skinprices/store';
+import { MIGRATIONS_DIR } from '@skinprices/materializer';
+import { createPool, ensureSchema, migrate, type Pool } from '@skinprices/store';
 import { nodeArgs } from '../../infra/local/supervisor.js';
 
 export interface BenchArgs {
@@ -48,6 +49,27 @@ export function benchArgs(name: string, defaults: { seconds?: number } = {}): Be
     out: values.out as string,
     profileDir: values.profile,
   };
+}
+
+/** Drops a benchmark's schema, if it is there. */
+export async function dropSchema(databaseUrl: string, name: string): Promise<void> {
+  const admin = createPool({ databaseUrl, max: 1 });
+  await admin.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+  await admin.end();
+}
+
+/** The schema `name` made anew and migrated, with a pool of `max` connections on it. */
+export async function freshSchema(
+  databaseUrl: string,
+  name: string,
+  max: number,
+  applicationName: string,
+): Promise<Pool> {
+  await dropSchema(databaseUrl, name);
+  const pool = createPool({ databaseUrl, schema: name, max, applicationName });
+  await ensureSchema(pool, name);
+  await migrate(pool, MIGRATIONS_DIR);
+  return pool;
 }
 
 export const median = (xs: readonly number[]): number => {

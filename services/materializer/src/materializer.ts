@@ -114,7 +114,6 @@ export type BatchReport = ApplyResult & {
  * been handled: one listings batch waited 8.9 s on average behind them in a burst).
  */
 interface Lane {
-  name: 'listings' | 'other-kinds';
   groupId: string;
   consumer: EventConsumer<MaterializedKind>;
   topics: readonly string[];
@@ -239,8 +238,7 @@ export class Materializer {
     const slots = Math.max(2, (pool.options.max ?? 10) - 3);
     const listingsSlots = Math.max(1, Math.min(this.options.listingsConcurrency ?? 3, slots - 1));
     const otherSlots = Math.max(1, Math.min(this.options.concurrency ?? 2, slots - listingsSlots));
-    const lane = (name: Lane['name'], groupId: string, topics: readonly string[], concurrency: number): Lane => ({
-      name,
+    const lane = (groupId: string, topics: readonly string[], concurrency: number): Lane => ({
       groupId,
       consumer: new EventConsumer(
         kafka,
@@ -260,8 +258,8 @@ export class Materializer {
       erroring: false,
     });
     const otherTopics = [...kindOf.keys()].filter((t) => t !== listingsTopic && t !== markersTopic);
-    const listingsLane = lane('listings', this.options.groupId, [listingsTopic, markersTopic], listingsSlots);
-    const otherLane = lane('other-kinds', otherKindsGroup(this.options.groupId), otherTopics, otherSlots);
+    const listingsLane = lane(this.options.groupId, [listingsTopic, markersTopic], listingsSlots);
+    const otherLane = lane(otherKindsGroup(this.options.groupId), otherTopics, otherSlots);
     this.lanes = [listingsLane, otherLane];
     if (this.options.listingsFirst) {
       const priority = new ListingsFirst(
@@ -290,8 +288,8 @@ export class Materializer {
           logger.info({ group: l.groupId, partitions: seeded }, "a new Kafka group starts at the read model's offsets");
       } catch (err) {
         // Only where the lane starts reading: without it, it reads its topics from their start and
-        // the stored offsets skip what was applied.
-        // Refused also when another process of the group joined it first (a scale-out's start).
+        // the stored offsets skip what was applied. Refused also when another process of the group
+        // joined it first (a scale-out's normal start).
         logger.info(
           { err: String(err), group: l.groupId },
           "Kafka group not seeded with the stored offsets; it starts where Kafka says (the log's start if nothing is committed)",
@@ -302,7 +300,7 @@ export class Materializer {
         l.assignment = payload.memberAssignment;
         l.kafkaMemberId = payload.memberId;
         if (l === listingsLane) this.priority?.assigned(payload.memberAssignment[listingsTopic] ?? []);
-        else this.priority?.retell();
+        else this.priority?.tell();
         for (const key of [...this.unread.keys()])
           if (l.topics.includes(key.slice(0, key.lastIndexOf(':')))) this.unread.delete(key);
         // Emitted after the group's sync, before the first fetch of the new assignment: every batch

@@ -3,9 +3,9 @@
  * data topics (buy orders, float offers, sales, order books, history: its other kinds' lane,
  * materializer.ts), so PostgreSQL's share of two cores goes to the prices customers and the
  * freshness target wait for. (Since the lanes, the listings no longer share partition slots or a
- * fetch round with the others; what pausing still frees is CPU.) Measured (2026-11-27, full size): after a cold start the other
- * kinds' first cycles and the history backfill arrive together, and a listing record then waited
- * up to 10–26 s from its produce to its commit behind history and float-offer batches
+ * fetch round with the others; what pausing still frees is CPU.) Measured (2026-11-27, full
+ * size, before the lanes): after a cold start the other kinds' first cycles and the history
+ * backfill arrive together, and a listing record then waited up to 10–26 s from its produce to its commit behind history and float-offer batches
  * (history.v1's batches took 237 s of apply in one freshness phase, listings' 85 s).
  *
  *   flowing ──a listings partition behind──▶ listings-first (the others paused)
@@ -27,8 +27,8 @@
  *
  * Only this process's listings partitions count (scale-out: each member puts its own first); a
  * partition revoked in a rebalance is forgotten. Pausing is the other lane's consumer's (kafkajs
- * pause/resume of whole topics): nothing is skipped, the paused topics' records are fetched when resumed, and
- * exactly-once effects are unchanged (each batch's offsets are still committed in its own
+ * pause/resume of whole topics): nothing is skipped, the paused topics' records are fetched when
+ * resumed, and exactly-once effects are unchanged (each batch's offsets are still committed in its own
  * transaction). Poll-cycle markers are never paused: a listings marker must not wait for them,
  * and the other kinds' markers wait for their data in the derive path as they always have.
  */
@@ -184,15 +184,6 @@ export class ListingsFirst {
     this.step();
   }
 
-  /**
-   * The paused consumer (the other kinds' lane: materializer.ts) joined its group again: it is told
-   * the current phase, since a consumer kafkajs restarted has nothing paused, and one that was not
-   * running yet when the phase changed refused the pause.
-   */
-  retell(): void {
-    this.tell();
-  }
-
   private step(): void {
     const before = this.state;
     const now = this.clock();
@@ -205,10 +196,11 @@ export class ListingsFirst {
 
   /**
    * Pauses or resumes the others as the phase says. Between a kafkajs crash and its restart the
-   * consumer has no group and refuses ("not initialized"): nothing to pause then, and the restart's
-   * rebalance (assigned, retell) tells it again.
+   * consumer has no group and refuses ("not initialized"), and one not running yet when the phase
+   * changed refuses too: nothing to pause then, and the paused consumer's (re)join tells it again
+   * (assigned, or the materializer calling this when the other kinds' lane joins its group).
    */
-  private tell(): void {
+  tell(): void {
     const topics = this.others.map((topic) => ({ topic }));
     try {
       if (this.state.kind === 'listings-first') this.consumer.pause(topics);
