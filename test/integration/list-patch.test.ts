@@ -56,6 +56,22 @@ describe('patched list bodies over the read model', () => {
   };
   const jsonOf = (rows: { key: string; json: string | null }[], i: number) =>
     rows.find((r) => r.key.startsWith(name(i)))?.json;
+  /** The market's list as the API's route reads it (routes/listings.ts), without the fields read. */
+  const source = (): ListSource => ({
+    full: async () => {
+      const r = await read.listingRows(MARKET);
+      return { snapshot: r.snapshot, rows: r.rows.map((x) => ({ key: x.key, json: x.json as string })) };
+    },
+    since: async (s) => {
+      const r = await read.listingRows(MARKET, s);
+      return { snapshot: r.snapshot, changes: r.rows };
+    },
+  });
+  /** The body `cache` serves of `from`, as a client inflates it, never an outdated one. */
+  const servedBy = (cache: ListBodyCache, from: ListSource) => async () =>
+    gunzipSync((await cache.get(`prices:${MARKET}`, from, true)).headGzip.subarray(0), { finishFlush: 2 }).toString();
+  /** The list serialised whole from every row. */
+  const whole = async () => `{"data":${JSON.stringify(await read.marketListings(MARKET))}`;
 
   it('names the rows committed since a snapshot, also those of a transaction that commits after it, and nothing older', async () => {
     const first = await read.listingRows(MARKET);
@@ -85,25 +101,30 @@ describe('patched list bodies over the read model', () => {
     } finally {
       slow.release();
     }
-    // A score written (the deriver's merge) changes the listing row the view joins it to.
+    // A score written (the deriver's merge) is read on its own (api_liquidity_v1, migration 0018),
+    // not as the listing row: the listing rows' read does not name it.
     const before = await read.listingRows(MARKET);
+    const scoresBefore = await read.liquidityScores(before.snapshot);
     await pool.query(
       `INSERT INTO item_liquidity_score (market_hash_name, phase, score, as_of) VALUES ($1, '', 42.5, now())`,
       [name(11)],
     );
-    const liquid = await read.listingRows(MARKET, before.snapshot);
-    expectNamed(liquid.rows, [before.snapshot], [11]);
-    expect(jsonOf(liquid.rows, 11)).toContain('"liquidity":"42.50"');
-    // Scores left for later (null) are not read; read from an older snapshot, they are.
-    expectNamed((await read.listingRows(MARKET, before.snapshot, undefined, null)).rows, [before.snapshot], []);
-    const later = await read.listingRows(MARKET, liquid.snapshot, undefined, before.snapshot);
-    expectNamed(later.rows, [liquid.snapshot, before.snapshot], [11]);
+    expectNamed((await read.listingRows(MARKET, before.snapshot)).rows, [before.snapshot], []);
+    const liquid = await read.liquidityScores(scoresBefore.snapshot);
+    expectNamed(liquid.changes, [scoresBefore.snapshot], [11]);
+    expect(liquid.changes.find((c) => c.key.startsWith(name(11)))?.fields).toEqual({ liquidity: '42.50' });
+    // The same key as the list's rows: the field lands on the row a full read shows with it.
+    const full = await read.listingRows(MARKET);
+    expect(jsonOf(full.rows, 11)).toContain('"liquidity":"42.50"');
+    expect(full.rows.some((r) => r.key === liquid.changes[0]?.key)).toBe(true);
+    expectNamed((await read.liquidityScores(liquid.snapshot)).changes, [liquid.snapshot], []);
     // The score's inputs moving does not (migration 0013): only the score is shown.
     await pool.query(
       `INSERT INTO item_liquidity (market_hash_name, phase, listings, best_bid, score, as_of) VALUES ($1, '', 3, 12.5, 42.5, now())`,
       [name(11)],
     );
     await pool.query(`UPDATE item_liquidity SET listings = 4, best_bid = 13 WHERE market_hash_name = $1`, [name(11)]);
+    expectNamed((await read.liquidityScores(liquid.snapshot)).changes, [liquid.snapshot], []);
     expectNamed((await read.listingRows(MARKET, liquid.snapshot)).rows, [liquid.snapshot], []);
     // Rows frozen by VACUUM keep their old transaction ids: still nothing new.
     const now = await read.listingRows(MARKET);
@@ -143,21 +164,7 @@ describe('patched list bodies over the read model', () => {
       () => 0,
       0,
     );
-    const source: ListSource = {
-      full: async () => {
-        const r = await read.listingRows(MARKET);
-        return { snapshot: r.snapshot, rows: r.rows.map((x) => ({ key: x.key, json: x.json as string })) };
-      },
-      since: async (s) => {
-        const r = await read.listingRows(MARKET, s);
-        return { snapshot: r.snapshot, changes: r.rows };
-      },
-    };
-    const served = async () =>
-      gunzipSync((await cache.get(`prices:${MARKET}`, source, true)).headGzip.subarray(0), {
-        finishFlush: 2,
-      }).toString();
-    const whole = async () => `{"data":${JSON.stringify(await read.marketListings(MARKET))}`;
+    const served = servedBy(cache, source());
     expect(await served()).toBe(await whole());
     for (let round = 0; round < 5; round++) {
       for (let j = 0; j < 20; j++)
@@ -179,5 +186,45 @@ describe('patched list bodies over the read model', () => {
     version++;
     expect(await served()).toBe(await whole());
     expect(cache.stats).toMatchObject({ patches: 6, rebuilds: 1 });
+  });
+
+  it('follows scores written on their own (the fields read), to the bytes of a body rebuilt from every row', async () => {
+    let version = 0;
+    let derived = 0;
+    const cache = new ListBodyCache(
+      () => version + derived,
+      () => 0,
+      0,
+      undefined,
+      { version: () => derived, lagMs: 0 },
+    );
+    const log: string[] = [];
+    const served = servedBy(cache, {
+      ...source(),
+      fields: async (s) => {
+        const r = await read.liquidityScores(s);
+        log.push(`fields ${r.changes.length}`);
+        return r;
+      },
+    });
+    expect(await served()).toBe(await whole());
+    // A recomputation writes the scores of most items (numeric(5,2): '7.10', '100.00', null).
+    await pool.query(
+      `INSERT INTO item_liquidity_score (market_hash_name, phase, score, as_of)
+       SELECT market_hash_name, phase, CASE WHEN n % 11 = 0 THEN NULL ELSE (n % 1000) / 10.0 END, now()
+       FROM (SELECT market_hash_name, phase, row_number() OVER (ORDER BY market_hash_name) AS n
+             FROM listings_current WHERE market = $1) x
+       ON CONFLICT (market_hash_name, phase) DO UPDATE SET score = EXCLUDED.score, as_of = EXCLUDED.as_of`,
+      [MARKET],
+    );
+    derived++;
+    // A price moves in the same moment: its row and the scores arrive in one patch.
+    await setPrice(3, '3.33');
+    version++;
+    expect(await served()).toBe(await whole());
+    expect(log.length).toBe(1);
+    expect(Number(log[0]?.split(' ')[1])).toBeGreaterThanOrEqual(ROWS - 5);
+    expect(cache.stats.rebuilds).toBe(1);
+    cache.stop();
   });
 });

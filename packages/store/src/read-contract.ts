@@ -53,6 +53,14 @@ export const READ_CONTRACT_V1 = {
     row_age: 'integer',
     liquidity_age: 'integer?',
   },
+  /** Liquidity scores alone (0018): a list follows moved scores without reading their rows. */
+  api_liquidity_v1: {
+    market_hash_name: 'text',
+    phase: 'text',
+    liquidity: 'numeric?',
+    liquidity_xid: 'xid8',
+    liquidity_age: 'integer',
+  },
   api_buyorders_v1: {
     market: 'text',
     market_hash_name: 'text',

@@ -82,8 +82,8 @@ export interface AppDeps {
   /** Longest a stream waits before looking at the change log without a notification. @default 5000 */
   changePollMs?: number;
   /**
-   * Whole-list reads (list bodies' first builds and rebuilds, catalogue shards; patches of moved
-   * scores when a slot is free) at once (slots.ts). @default 2
+   * Whole-list reads (list bodies' first builds and rebuilds, catalogue shards) at once
+   * (slots.ts). @default 2
    */
   wholeReadsAtOnce?: number;
 }

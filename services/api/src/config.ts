@@ -35,7 +35,7 @@ export const apiConfigSchema = z
     WHOLE_READS_AT_ONCE: intFromEnv(1, 64)
       .default(2)
       .describe(
-        'whole-marketplace reads at once (list bodies built or rebuilt, catalogue shards; a list patch of moved liquidity scores only when a slot is free): the others wait their turn, patches never do; keeps read connections free and one heap of rows at a time',
+        'whole-marketplace reads at once (list bodies built or rebuilt, catalogue shards): the others wait their turn, patches never do; keeps read connections free and one heap of rows at a time',
       ),
     DB_ACQUIRE_TIMEOUT_MS: intFromEnv(1, 600_000)
       .default(10_000)

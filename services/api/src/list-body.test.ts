@@ -2,8 +2,14 @@ import { crc32, gunzipSync, inflateRawSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { inflateHead, tailOf } from './bodies.js';
-import { crc32Combine, ListBodyCache, SegmentedList, type ListRow, type RowChange } from './list-body.js';
-import { Slots } from './slots.js';
+import {
+  crc32Combine,
+  ListBodyCache,
+  SegmentedList,
+  type ListRow,
+  type ListSource,
+  type RowChange,
+} from './list-body.js';
 
 const TAIL = ',"requestor":"acme","plan":"pro","timestamp":"2026-01-01T00:00:00.000Z"}';
 
@@ -172,6 +178,79 @@ describe('SegmentedList: a list body patched by segments', () => {
     expect(inflateRawSync(list.body.headGzip.subarray(10), { finishFlush: 2 }).toString()).toBe(expected(rows));
     expect(list.body.hash).toBe(before.hash);
   });
+
+  it('applies field changes after row changes: the bytes of rows read anew, whatever the mix', async () => {
+    const scored = (i: number, price: string, liquidity: string | null): ListRow => ({
+      key: row(i).key,
+      json: JSON.stringify({ market_hash_name: `item ${i} ★ Ünïcode`, price, liquidity, count: i }),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 400 }),
+        // Row edits: [row, remove, cents]; field edits: [row (beyond n: not held), score or null].
+        fc.array(fc.tuple(fc.nat({ max: 399 }), fc.boolean(), fc.nat({ max: 99 })), { maxLength: 20 }),
+        fc.array(fc.tuple(fc.nat({ max: 450 }), fc.option(fc.nat({ max: 9_999 }))), { maxLength: 60 }),
+        async (n, edits, scores) => {
+          const state = new Map<number, { price: string; liquidity: string | null } | null>();
+          for (let i = 0; i < n; i++) state.set(i, { price: `${i}.25`, liquidity: i % 3 === 0 ? null : '1.00' });
+          const held = [...state].map(([i, v]) => scored(i, v!.price, v!.liquidity));
+          const list = await SegmentedList.build(held, 16);
+          const changes: RowChange[] = [];
+          for (const [at, remove, cents] of edits) {
+            const i = at % n;
+            const was = state.get(i);
+            if (was === undefined || was === null) continue;
+            state.set(i, remove ? null : { ...was, price: `${at}.${cents}` });
+          }
+          for (const [i, v] of state)
+            if (v !== undefined) changes.push({ key: row(i).key, json: v && scored(i, v.price, v.liquidity).json });
+          const fields = scores.map(([i, score]) => {
+            const liquidity = score === null ? null : (score / 100).toFixed(2);
+            const v = state.get(i);
+            if (v) state.set(i, { ...v, liquidity });
+            return { key: row(i).key, fields: { liquidity } };
+          });
+          const after = [...state]
+            .filter((e): e is [number, { price: string; liquidity: string | null }] => e[1] !== null)
+            .map(([i, v]) => scored(i, v.price, v.liquidity));
+          // Refused only where a removal empties a segment (as for rows alone): then nothing changed.
+          if (!(await list.patch(changes, fields))) {
+            expect(served(list)).toBe(expected(held));
+            return;
+          }
+          expect(served(list)).toBe(expected(after));
+          expect(list.body.headCrc).toBe(crc32(expected(after)) >>> 0);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  }, 30_000);
+
+  it('skips field changes that change nothing, recompressing nothing, and refuses a field the row lacks', async () => {
+    const rows = Array.from({ length: 1_000 }, (_, i) => ({
+      key: row(i).key,
+      json: JSON.stringify({ price: `${i}.25`, liquidity: '5.00' }),
+    }));
+    const list = await SegmentedList.build(rows);
+    const before = list.body;
+    expect(
+      await list.patch(
+        [],
+        rows.map((r) => ({ key: r.key, fields: { liquidity: '5.00' } })),
+      ),
+    ).toBe(true);
+    expect(list.body).toBe(before);
+    expect(list.lastUnchanged).toBe(1_000);
+    // A field the rows do not have would be placed out of the shape's order: the caller rebuilds.
+    expect(await list.patch([], [{ key: rows[3]!.key, fields: { volume: '1' } }])).toBe(false);
+    expect(list.body).toBe(before);
+    // One changed score: only its segment is recompressed.
+    expect(await list.patch([], [{ key: rows[900]!.key, fields: { liquidity: '6.50' } }])).toBe(true);
+    // (Short rows: the first three segments' compressed bytes are a few hundred.)
+    expect(list.body.headGzip.subarray(0, 200).equals(before.headGzip.subarray(0, 200))).toBe(true);
+    expect(list.body.headGzip.equals(before.headGzip)).toBe(false);
+    expect(served(list)).toContain('{"price":"900.25","liquidity":"6.50"}');
+  });
 });
 
 describe('ListBodyCache: patch when the tags moved, rebuild when it must', () => {
@@ -259,31 +338,42 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
   });
 
   /**
-   * A list of 600 rows whose prices and liquidity scores move apart: a price is read by the next
-   * patch; a score only by a patch that asks for scores written since a snapshot before it.
+   * A list of `size` rows whose prices and liquidity scores move apart: a price (with the row's
+   * score as it is then) is read by the next patch; a score alone only by a read of the fields
+   * written since a snapshot before it.
    */
-  function scoresFixture(lagMs: number, slots?: Slots) {
-    let rows = Array.from({ length: 600 }, (_, i) => row(i));
+  function scoresFixture(size: number, lagMs: number) {
+    const prices = Array.from({ length: size }, (_, i) => `${i}.25`);
+    const scores = Array.from({ length: size }, () => '1.00');
+    const json = (i: number) =>
+      JSON.stringify({ market_hash_name: `item ${i} ★ Ünïcode`, price: prices[i], liquidity: scores[i] });
+    const rows = (): ListRow[] => prices.map((_, i) => ({ key: row(i).key, json: json(i) }));
     let tags = 0;
     let derived = 0;
     let snapshots = 0;
     const log: string[] = [];
-    let prices: RowChange[] = [];
-    /** Score changes, by the snapshot after which they were written. */
-    const scores: { after: number; change: RowChange }[] = [];
-    const source = {
+    /** Rows whose price, and rows whose score, was written after each snapshot. */
+    const priced: { after: number; i: number }[] = [];
+    const scored: { after: number; i: number }[] = [];
+    const source: ListSource = {
       full: async () => {
         log.push('full');
-        prices = [];
-        return { snapshot: String(++snapshots), rows };
+        return { snapshot: String(++snapshots), rows: rows() };
       },
-      since: async (s: string, _known: (key: string) => boolean, liquidity: string | null) => {
-        log.push(`since ${s} scores ${liquidity ?? '-'}${slots ? ` slots ${slots.running}` : ''}`);
-        const changes = [
-          ...prices,
-          ...(liquidity === null ? [] : scores.filter((x) => x.after >= Number(liquidity)).map((x) => x.change)),
-        ];
-        prices = [];
+      since: async (s) => {
+        log.push(`since ${s}`);
+        const changes = [...new Set(priced.filter((x) => x.after >= Number(s)).map((x) => x.i))].map((i) => ({
+          key: row(i).key,
+          json: json(i),
+        }));
+        return { snapshot: String(++snapshots), changes };
+      },
+      fields: async (s) => {
+        log.push(`fields ${s}`);
+        const changes = [...new Set(scored.filter((x) => x.after >= Number(s)).map((x) => x.i))].map((i) => ({
+          key: row(i).key,
+          fields: { liquidity: scores[i] as string },
+        }));
         return { snapshot: String(++snapshots), changes };
       },
     };
@@ -293,84 +383,101 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
       0,
       undefined,
       { version: () => derived, lagMs },
-      slots,
     );
-    const set = (i: number, price: string) => {
-      const r = row(i, price);
-      rows = rows.map((x) => (x.key === r.key ? r : x));
-      return { key: r.key, json: r.json };
-    };
     return {
       cache,
       log,
       get: () => cache.get('prices:x', source, true),
-      rows: () => rows,
-      /** A score moves (a derive transaction). */
-      score(i: number, price: string) {
-        scores.push({ after: snapshots, change: set(i, price) });
+      rows,
+      /** Scores move (one derive transaction). */
+      score(is: number[], value: string) {
+        for (const i of is) {
+          scores[i] = value;
+          scored.push({ after: snapshots, i });
+        }
         derived++;
       },
       /** A price moves (a tagged commit). */
-      price(i: number, price: string) {
-        prices.push(set(i, price));
+      price(i: number, value: string) {
+        prices[i] = value;
+        priced.push({ after: snapshots, i });
         tags++;
       },
       /** Until the cache has made `n` patches (a refresh ahead of requests), at most 5 s. */
       async patches(n: number) {
         const t0 = Date.now();
         while (cache.stats.patches < n && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 5));
+        await new Promise((r) => setTimeout(r, 5)); // the cache stores what the patch returned
       },
     };
   }
 
-  it('leaves liquidity scores for later, and reads them from the older snapshot once due', async () => {
-    const f = scoresFixture(150);
+  it('leaves liquidity scores for later, and reads them alone from the older snapshot once due', async () => {
+    const f = scoresFixture(600, 150);
     await f.get();
-    // A score moves: read with the rows only once it is due. A price moves meanwhile: patched at
-    // once, the score left for later.
-    f.score(7, '7.77');
+    // A score moves: read only once it is due. A price moves meanwhile: patched at once, the
+    // score left for later.
+    f.score([7], '7.77');
     f.price(9, '9.99');
     const body = text(await f.get());
     expect(body).toContain('"9.99"');
     expect(body).not.toContain('"7.77"');
-    expect(f.log).toEqual(['full', 'since 1 scores -']);
-    // Due 150 ms after the full read: refreshed then with no request and no notification, from
-    // the snapshot the scores were last read in.
+    expect(f.log).toEqual(['full', 'since 1']);
+    // Due 150 ms after the full read: refreshed then with no request and no notification, the
+    // scores read on their own from the snapshot they were last read in.
     const t0 = Date.now();
     await f.patches(2);
-    expect(f.log).toEqual(['full', 'since 1 scores -', 'since 2 scores 1']);
+    expect(f.log).toEqual(['full', 'since 1', 'since 2', 'fields 1']);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(50);
     const now = text(await f.get());
     expect(now).toContain('"7.77"');
     expect(now).toBe(expected(f.rows()));
     // Nothing owed any more: no further refresh.
     await new Promise((r) => setTimeout(r, 250));
-    expect(f.log).toHaveLength(3);
+    expect(f.log).toHaveLength(4);
     f.cache.stop();
   });
 
-  it('moved scores are patched in a whole-read slot when one is free; while none is, the rows alone, the scores shortly after', async () => {
-    const slots = new Slots(1);
-    const f = scoresFixture(0, slots);
+  it('applies a round of scores a slice of segments per refresh; a row read meanwhile keeps its newer score', async () => {
+    // 8,000 rows: 32 segments of 256, a round of every score in two slices (FIELD_SEGMENTS 24).
+    // Due a second after a read: the next read of the fields falls after the checks below.
+    const f = scoresFixture(8_000, 1_000);
     await f.get();
-    // Another whole read holds the only slot; a score and a price move.
-    let release = (): void => undefined;
-    const held = slots.run(() => new Promise<void>((resolve) => (release = resolve)));
-    f.score(7, '7.77');
-    f.price(9, '9.99');
-    // The price is served at once, without the slot; the score is left for a moment later.
-    const body = text(await f.get());
-    expect(body).toContain('"9.99"');
-    expect(body).not.toContain('"7.77"');
-    expect(f.log).toEqual(['full', 'since 1 scores - slots 1']);
-    release();
-    await held;
-    const t0 = Date.now();
+    await new Promise((r) => setTimeout(r, 1_050));
+    const all = Array.from({ length: 8_000 }, (_, i) => i);
+    f.score(all, '2.00');
+    const first = text(await f.get());
+    expect(f.log).toEqual(['full', 'since 1', 'fields 1']);
+    // The first slice is in: 24 segments of rows carry the new score, the rest not yet.
+    expect(first.split('"2.00"').length - 1).toBe(24 * 256);
+    expect(f.cache.stats.patches).toBe(1);
+    // Row 7,000 (second slice) moves, price and score, after the round was read: the row read
+    // next shows its newer score, and the round's older one must not be written over it.
+    f.score([7_000], '3.00');
+    f.price(7_000, '70.70');
     await f.patches(2);
-    // Tried again after the retry delay, in the slot now free, from the snapshot the scores were last read in.
-    expect(f.log).toEqual(['full', 'since 1 scores - slots 1', 'since 2 scores 1 slots 1']);
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(100);
-    expect(slots.running).toBe(0);
+    expect(f.log).toEqual(['full', 'since 1', 'fields 1', 'since 2']);
+    const now = text(await f.get());
+    expect(now).toContain('"price":"70.70","liquidity":"3.00"');
+    expect(now).toBe(expected(f.rows()));
+    expect(f.cache.stats).toMatchObject({ patches: 2, rebuilds: 1 });
+    f.cache.stop();
+  });
+
+  it('a price change is patched at once while a round of scores is in slices, never behind the whole round', async () => {
+    const f = scoresFixture(8_000, 0);
+    await f.get();
+    f.score(
+      Array.from({ length: 8_000 }, (_, i) => i),
+      '2.00',
+    );
+    await f.get();
+    f.price(100, '55.55');
+    // The next refresh carries the price and the second slice: one patch, not a round's worth.
+    const body = text(await f.get());
+    expect(body).toContain('"55.55"');
+    expect(f.cache.stats.patches).toBe(2);
+    await f.patches(2);
     expect(text(await f.get())).toBe(expected(f.rows()));
     f.cache.stop();
   });

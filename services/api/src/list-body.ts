@@ -41,6 +41,17 @@ export interface RowChange {
   after?: string | null;
 }
 
+/**
+ * New values for some fields of a row the list holds, the rest of the row as held: a liquidity
+ * score, which moves without its listing row (the derive path writes thousands at once). Applied
+ * as JSON.parse, assignment, JSON.stringify, which gives the bytes a row read anew would have: the
+ * keys keep their order, and every value was itself written by JSON.stringify.
+ */
+export interface FieldChange {
+  key: string;
+  fields: Readonly<Record<string, string | null>>;
+}
+
 /** Rows per segment: ~100 KB of JSON at ~350 bytes a row, a few milliseconds to recompress. */
 export const ROWS_PER_SEGMENT = 256;
 /** A segment grown by insertions past this is left to the next rebuild to split. */
@@ -190,15 +201,23 @@ export class SegmentedList {
     return this.index.has(key);
   }
 
+  /** The segment that holds `key` (undefined: not in the list). */
+  segmentOf(key: string): number | undefined {
+    return this.index.get(key);
+  }
+
   /**
-   * Applies `changes` and returns true, or returns false and changes nothing when the list must
-   * be rebuilt instead: a new row without its predecessor (`after`), or whose predecessor is not
-   * in the list; a segment left empty, or grown past MAX_SEGMENT_ROWS. A change that removes a
-   * key the list does not hold is already done.
+   * Applies `changes`, then `fields` (to rows the list holds after the changes; others are
+   * skipped), and returns true, or returns false and changes nothing when the list must be rebuilt
+   * instead: a new row without its predecessor (`after`), or whose predecessor is not in the list;
+   * a segment left empty, or grown past MAX_SEGMENT_ROWS; a field the row does not have. A change
+   * that removes a key the list does not hold is already done.
    */
-  async patch(changes: readonly RowChange[]): Promise<boolean> {
-    /** Working copies of the touched segments: keys and rows (JSON bytes) after the changes. */
+  async patch(changes: readonly RowChange[], fields: readonly FieldChange[] = []): Promise<boolean> {
+    /** Working copies of the segments read: keys and rows (JSON bytes) after the changes. */
     const work = new Map<number, { keys: string[]; rows: Buffer[] }>();
+    /** Of those, the segments whose rows differ from what they hold: only these are recompressed. */
+    const dirty = new Set<number>();
     const open = (at: number) => {
       let w = work.get(at);
       if (!w) {
@@ -227,6 +246,7 @@ export class SegmentedList {
         continue;
       }
       const w = open(at);
+      dirty.add(at);
       const i = w.keys.indexOf(c.key);
       if (c.json === null) {
         w.keys.splice(i, 1);
@@ -251,6 +271,7 @@ export class SegmentedList {
           continue;
         }
         const w = open(at);
+        dirty.add(at);
         const i = c.after === null ? 0 : w.keys.indexOf(c.after) + 1;
         w.keys.splice(i, 0, c.key);
         w.rows.splice(i, 0, Buffer.from(c.json as string));
@@ -259,12 +280,15 @@ export class SegmentedList {
       if (next.length === waiting.length) return false;
       waiting = next;
     }
-    this.lastUnchanged = unchanged;
-    if (work.size === 0) return true;
-    for (const w of work.values()) if (w.rows.length === 0 || w.rows.length > MAX_SEGMENT_ROWS) return false;
-    const level = work.size > BURST_SEGMENTS ? BURST_LEVEL : LEVEL;
+    const same = applyFields(fields, { where, open, written, dirty, held: this.digests });
+    if (same === undefined) return false;
+    this.lastUnchanged = unchanged + same;
+    if (dirty.size === 0) return true;
+    const changed = [...work].filter(([at]) => dirty.has(at));
+    if (changed.some(([, w]) => w.rows.length === 0 || w.rows.length > MAX_SEGMENT_ROWS)) return false;
+    const level = dirty.size > BURST_SEGMENTS ? BURST_LEVEL : LEVEL;
     const digestOf = (key: string) => written.get(key) ?? (this.digests.get(key) as string);
-    const rebuilt = [...work].map(([at, w]) =>
+    const rebuilt = changed.map(([at, w]) =>
       segment(at, w.keys, w.rows, w.keys.map(digestOf), level).then((seg): [number, Segment] => [at, seg]),
     );
     // Everything above could still refuse; from here on the list changes.
@@ -300,21 +324,63 @@ export class SegmentedList {
   }
 }
 
+/**
+ * Applies `fields` to the working copies of a patch (SegmentedList.patch) and returns how many
+ * changed nothing, or undefined when a row lacks a field (the patch is refused).
+ */
+function applyFields(
+  fields: readonly FieldChange[],
+  patch: {
+    /** The segment of a key after the patch's row changes (undefined: not in the list). */
+    where: (key: string) => number | undefined;
+    open: (at: number) => { keys: string[]; rows: Buffer[] };
+    /** Digests of rows the patch writes, and of the rows held. */
+    written: Map<string, string>;
+    held: ReadonlyMap<string, string>;
+    dirty: Set<number>;
+  },
+): number | undefined {
+  let unchanged = 0;
+  for (const f of fields) {
+    const at = patch.where(f.key);
+    if (at === undefined) continue;
+    const w = patch.open(at);
+    const i = w.keys.indexOf(f.key);
+    const row = JSON.parse((w.rows[i] as Buffer).toString()) as Record<string, unknown>;
+    for (const [name, value] of Object.entries(f.fields)) {
+      // A field the row lacks would be appended out of the shape's order: rebuild instead.
+      if (!Object.hasOwn(row, name)) return undefined;
+      row[name] = value;
+    }
+    const json = JSON.stringify(row);
+    const d = digest(json);
+    if ((patch.written.get(f.key) ?? patch.held.get(f.key)) === d) {
+      unchanged++;
+      continue;
+    }
+    w.rows[i] = Buffer.from(json);
+    patch.written.set(f.key, d);
+    patch.dirty.add(at);
+  }
+  return unchanged;
+}
+
 /** Where a patched list body gets its rows: all of them, or those changed since a snapshot. */
 export interface ListSource {
   /** Every row of the list, in its order, and the snapshot they were read in. */
   full(): Promise<{ snapshot: string; rows: ListRow[] }>;
   /**
    * The rows whose listing row was written by transactions `snapshot` did not see (or null: gone),
-   * and those whose liquidity score was written by transactions `liquiditySnapshot` did not see
-   * (null: none of those), and the new snapshot; `known` tells which keys the list holds, so that
-   * only the others are given their place (`after`: a look-up each in the database).
+   * and the new snapshot; `known` tells which keys the list holds, so that only the others are
+   * given their place (`after`: a look-up each in the database).
    */
-  since(
-    snapshot: string,
-    known: (key: string) => boolean,
-    liquiditySnapshot: string | null,
-  ): Promise<{ snapshot: string; changes: RowChange[] }>;
+  since(snapshot: string, known: (key: string) => boolean): Promise<{ snapshot: string; changes: RowChange[] }>;
+  /**
+   * The fields that move without their row (liquidity scores) written by transactions `snapshot`
+   * did not see, for every key that has them, and the new snapshot. Absent: a row shows nothing
+   * that moves without it.
+   */
+  fields?(snapshot: string): Promise<{ snapshot: string; changes: FieldChange[] }>;
 }
 
 /** What a patched list keeps beside its body. */
@@ -323,10 +389,16 @@ interface ListState {
   /** The snapshot the list's rows reflect: the next patch reads what it did not see. */
   snapshot: string;
   /**
-   * The snapshot its liquidity scores reflect (older than `snapshot` when patches left them for
-   * later), when that was read, and the derived version as of then.
+   * The snapshot of the last read of the fields (ListSource.fields), when that was, and the
+   * derived version as of then: the next read of them reads what it did not see.
    */
   liquidity: { snapshot: string; at: number; derived: number };
+  /**
+   * Field changes read and not yet applied (at most FIELD_SEGMENTS segments' worth per refresh),
+   * by key. A row read after them shows its fields as of its own read, which is newer: its entry
+   * is dropped.
+   */
+  pending: ReadonlyMap<string, FieldChange>;
   /** The resets count (untagged notifications, reconnections) as of the last full build. */
   resets: number;
   /** How long this refresh waited for a whole-read slot (a patch: 0). */
@@ -335,9 +407,8 @@ interface ListState {
 
 /**
  * Liquidity scores in the lists may lag their writes by this long (DERIVED_MAX_LAG_MS): each
- * derive transaction changes the score of thousands of items (6,128 while the platform bench's 24
- * price changes were awaited), in every list, and a patch carrying those recompresses most of
- * its list and holds the list's next price change back behind it (committed → visible 2-4 s).
+ * derive transaction changes the score of thousands of items (33.8k–35.4k in a platform bench's
+ * freshness phase), in every list, and are read at most this often (ListSource.fields).
  */
 export interface LiquidityLag {
   /**
@@ -348,16 +419,6 @@ export interface LiquidityLag {
   lagMs: number;
 }
 
-/**
- * Whole-list bodies patched in place (SegmentedList): when what the list depends on moved, only
- * the rows written since the snapshot of its last read are fetched and their segments
- * recompressed, so a body follows every commit of its marketplace, and every derive transaction's
- * statistics and outlier verdicts (in the listing rows), within about `minAgeMs`; liquidity scores
- * (the rows the view joins) within the LiquidityLag given. It is rebuilt from every row the first time, when an untagged notification or a
- * reconnection said anything may have changed (rows deleted included: a patch sees only rows
- * that exist), and when a patch is refused (SegmentedList.patch). When to refresh and what to
- * serve meanwhile is VersionedCache's (single-flight, the previous body served while it runs).
- */
 /**
  * Why a list was refreshed the way it was: `patch`, the changed rows only; the rest rebuilt it from
  * every row — `first` (nothing cached), `reset` (an untagged notification or a reconnection),
@@ -376,12 +437,31 @@ export type RefreshObserver = (name: string, how: RefreshHow, seconds: number, r
  */
 const COST_FACTOR = 1;
 
-/** Scores due while every whole-read slot was busy are tried again this much later. */
-const SLOT_RETRY_MS = 500;
+/**
+ * Segments of field changes (scores) one refresh applies at most. A score round touches every
+ * segment of a list (130 at 33k rows); carried whole by the patch of a price change, it made that
+ * patch seconds long on a loaded machine, and the price changes after it waited for it and then
+ * as long again (COST_FACTOR): committed → visible p99 5–22 s (bench/bottlenecks.md, seventh
+ * session). In slices, a price change waits for one slice at most; a round takes a few refreshes.
+ */
+const FIELD_SEGMENTS = 24;
 
 /** A list asked for within this long is kept current ahead of requests (see ListBodyCache.changed). */
 const AHEAD_FOR_MS = 120_000;
 
+/**
+ * Whole-list bodies patched in place (SegmentedList): when what the list depends on moved, only
+ * the rows written since the snapshot of its last read are fetched and their segments
+ * recompressed, so a body follows every commit of its marketplace, and every derive transaction's
+ * statistics and outlier verdicts (in the listing rows), within about `minAgeMs`. Liquidity
+ * scores, which move without their rows, are read on their own (ListSource.fields: the score
+ * alone, not the row) at most every LiquidityLag, and applied a slice of segments per refresh
+ * (FIELD_SEGMENTS) beside whatever rows changed. It is rebuilt from every row the first time, when
+ * an untagged notification or a reconnection said anything may have changed (rows deleted
+ * included: a patch sees only rows that exist), and when a patch is refused (SegmentedList.patch).
+ * When to refresh and what to serve meanwhile is VersionedCache's (single-flight, the previous
+ * body served while it runs).
+ */
 export class ListBodyCache {
   private readonly cache: VersionedCache<ListState>;
   /** `rowsPatched`: rows patches read; `rowsUnchanged`: of those, rows whose JSON had not changed. */
@@ -405,10 +485,7 @@ export class ListBodyCache {
     private readonly observe: RefreshObserver = () => undefined,
     /** Absent: every patch reads the scores changed since its last read too. */
     private readonly liquidity?: LiquidityLag,
-    /**
-     * Whole-list reads (first builds, rebuilds) share these (slots.ts), and a patch of moved scores
-     * takes one when one is free; patches never wait for one. @default no limit
-     */
+    /** Whole-list reads (first builds, rebuilds) share these (slots.ts); patches never wait for one. @default no limit */
     private readonly builds?: Slots,
   ) {
     // A refresh that took long (a saturated machine, a patch of most of the list) is not started
@@ -503,48 +580,42 @@ export class ListBodyCache {
     const started = performance.now();
     const took = () => (performance.now() - started) / 1000;
     const resets = this.resets();
-    // Read before the rows: a derive transaction committing meanwhile moves it again.
+    // Read before the rows and the fields: a derive transaction committing meanwhile moves it again.
     const derived = this.liquidity?.version() ?? 0;
     let how: RefreshHow = previous ? 'reset' : 'first';
     if (previous && previous.resets === resets) {
-      const owed = previous.liquidity;
-      const moved = owed.derived !== derived;
-      // Scores are read with the rows when they may have moved and are due (or always, without a
-      // lag); otherwise left for later, from the same older snapshot, so none is skipped.
+      const list = previous.list;
+      const { snapshot, changes } = await source.since(previous.snapshot, (key) => list.has(key));
+      // A row read now shows its fields as of this read: newer than those read before it.
+      const pending = new Map(previous.pending);
+      for (const c of changes) pending.delete(c.key);
+      let liquidity = previous.liquidity;
+      const moved = liquidity.derived !== derived;
       const lagMs = this.liquidity?.lagMs;
-      const due = lagMs === undefined || (moved && Date.now() - owed.at >= lagMs);
-      const read = async (scores: boolean) => {
-        const { snapshot, changes } = await source.since(
-          previous.snapshot,
-          (key) => previous.list.has(key),
-          scores ? owed.snapshot : null,
-        );
-        return { snapshot, changes, scores, patched: await previous.list.patch(changes) };
-      };
-      // Scores a recomputation moved are most of the list when it followed a kind's first cycle
-      // of the marketplace (every item's score changed): six such patches at once on the API's
-      // one thread took 10–17 s each at full size, and every price change of those lists waited
-      // for them. They take a whole-read slot, as a rebuild does — only one free now: while none
-      // is, the rows are patched alone and the scores tried again shortly (a refresh queued for a
-      // slot would hold the list's price changes back behind the slot's other readers).
-      const slots = due && moved ? this.builds : undefined;
-      const { snapshot, changes, scores, patched } = await (slots
-        ? (slots.tryRun(() => read(true)) ?? read(false))
-        : read(due));
-      if (patched) {
+      // Fields are read once the last read's are all applied, when they may have moved and are due
+      // (or every time, without a lag), from the snapshot of that read, so none is skipped.
+      const due = lagMs === undefined || (moved && Date.now() - liquidity.at >= lagMs);
+      if (source.fields && pending.size === 0 && due) {
+        const read = await source.fields(liquidity.snapshot);
+        const placed = new Set(changes.map((c) => c.key));
+        // Read after the rows: newer than theirs, so they apply to this patch's rows too.
+        for (const c of read.changes) if (list.has(c.key) || placed.has(c.key)) pending.set(c.key, c);
+        liquidity = { snapshot: read.snapshot, at: Date.now(), derived };
+      }
+      const slice = fieldSlice(list, pending);
+      if (await list.patch(changes, slice)) {
+        for (const c of slice) pending.delete(c.key);
         this.refreshes.patches++;
-        this.refreshes.rowsPatched += changes.length;
-        this.refreshes.rowsUnchanged += previous.list.lastUnchanged;
-        this.observe(name, 'patch', took(), changes.length);
-        if (due && !scores) this.owe(name, Date.now() + SLOT_RETRY_MS);
-        else if (!scores && moved && lagMs !== undefined) this.owe(name, owed.at + lagMs);
+        this.refreshes.rowsPatched += changes.length + slice.length;
+        this.refreshes.rowsUnchanged += list.lastUnchanged;
+        this.observe(name, 'patch', took(), changes.length + slice.length);
+        // The next slice as soon as the list may refresh again (minAgeMs, a slice's own cost).
+        if (pending.size > 0) this.owe(name, Date.now());
+        // Moved and not read (not due yet): read once they are, even if nothing else moves.
+        else if (source.fields && lagMs !== undefined && liquidity.derived !== derived)
+          this.owe(name, liquidity.at + lagMs);
         this.lookAgain();
-        return {
-          ...previous,
-          snapshot,
-          liquidity: scores ? { snapshot, at: Date.now(), derived } : owed,
-          queuedMs: 0,
-        };
+        return { ...previous, snapshot, liquidity, pending, queuedMs: 0 };
       }
       how = 'refused';
     }
@@ -558,7 +629,7 @@ export class ListBodyCache {
     this.refreshes.rebuilds++;
     this.observe(name, how, took(), rows);
     this.lookAgain();
-    return { list, snapshot, liquidity: { snapshot, at: Date.now(), derived }, resets, queuedMs };
+    return { list, snapshot, liquidity: { snapshot, at: Date.now(), derived }, pending: new Map(), resets, queuedMs };
   }
 
   /** The list's scores fall due at `at`: it is refreshed then, even if nothing else moves. */
@@ -578,6 +649,24 @@ export class ListBodyCache {
   private lookAgain(): void {
     if (this.asked.size > 0) this.schedule(0);
   }
+}
+
+/**
+ * The field changes of at most FIELD_SEGMENTS of the list's segments, in the order they were read;
+ * those of keys the list does not hold yet (rows this patch places) come along.
+ */
+function fieldSlice(list: SegmentedList, pending: ReadonlyMap<string, FieldChange>): FieldChange[] {
+  const slice: FieldChange[] = [];
+  const segments = new Set<number>();
+  for (const c of pending.values()) {
+    const at = list.segmentOf(c.key);
+    if (at !== undefined && !segments.has(at)) {
+      if (segments.size >= FIELD_SEGMENTS) continue;
+      segments.add(at);
+    }
+    slice.push(c);
+  }
+  return slice;
 }
 
 /*

@@ -16,7 +16,7 @@ import {
 import { Kysely, PostgresDialect, sql, type Selectable } from 'kysely';
 import { CatalogueShard } from './catalogue.js';
 import { ChangeLog } from './changes/log.js';
-import type { RowChange } from './list-body.js';
+import type { FieldChange, RowChange } from './list-body.js';
 import type {
   CapPoint,
   FloatBuyorderRow,
@@ -78,30 +78,35 @@ async function snapshotAge(trx: ReadDb, snapshot: string): Promise<number | unde
 }
 
 /**
- * Rows of `market` whose listing row may have been written since the read that took `since`, and,
- * given `liquiditySince`, rows whose liquidity score may have been written since that one: written
- * by a transaction not older than the snapshot's xmin (the oldest transaction running when it was
- * taken). A superset of the rows that snapshot did not see — rows of transactions that committed
- * just before it come again, and the patch's row digests drop them (list-body.ts) — because the
- * exact test, pg_visible_in_snapshot, is wrong for subtransactions: the ingest path writes its rows
- * under a savepoint (poison.ts), whose id is not among a snapshot's running ones, so a batch
- * running when the snapshot was taken, behind a transaction with a higher id that had committed,
- * was judged seen and its prices never reached the list (list-patch.test.ts). With the snapshot's
- * xmin as the bound the test is the row's age against the xmin's (migration 0012: age(xmin), cheap
- * on every row, no per-row snapshot call); a snapshot older than a quarter of the transaction id
- * space (ages are 32-bit) compares the 64-bit ids instead.
+ * A condition on `column`, the age of the transaction that wrote a row: written by a transaction
+ * not older than the xmin of snapshot `since` (the oldest transaction running when it was taken). A
+ * superset of the rows that snapshot did not see — rows of transactions that committed just before
+ * it come again, and the patch's row digests drop them (list-body.ts) — because the exact test,
+ * pg_visible_in_snapshot, is wrong for subtransactions: the ingest path writes its rows under a
+ * savepoint (poison.ts), whose id is not among a snapshot's running ones, so a batch running when
+ * the snapshot was taken, behind a transaction with a higher id that had committed, was judged seen
+ * and its prices never reached the list (list-patch.test.ts). With the snapshot's xmin as the bound
+ * the test is the row's age against the xmin's (migration 0012: age(xmin), cheap on every row, no
+ * per-row snapshot call); a snapshot older than a quarter of the transaction id space (ages are
+ * 32-bit) compares the 64-bit ids (`xidColumn`) instead.
  */
-async function changedSince(trx: ReadDb, market: MarketSlug, since: string, liquiditySince: string | null) {
-  const base = trx.selectFrom('api_listings_v1').selectAll().where('market', '=', market);
-  const written = async (column: 'row' | 'liquidity', from: string) => {
-    const age = await snapshotAge(trx, from);
-    if (age !== undefined) return base.where(`${column}_age`, '<=', age).execute();
-    return base.where(sql<boolean>`${sql.ref(`${column}_xid`)} >= pg_snapshot_xmin(${from}::pg_snapshot)`).execute();
-  };
-  const own = await written('row', since);
-  const liquid = liquiditySince === null ? [] : await written('liquidity', liquiditySince);
-  const seen = new Set(own.map((r) => listKey(r.market_hash_name, r.phase)));
-  return [...own, ...liquid.filter((r) => !seen.has(listKey(r.market_hash_name, r.phase)))];
+async function writtenSince(trx: ReadDb, since: string, column: string, xidColumn: string) {
+  const age = await snapshotAge(trx, since);
+  return age !== undefined
+    ? sql<boolean>`${sql.ref(column)} <= ${age}`
+    : sql<boolean>`${sql.ref(xidColumn)} >= pg_snapshot_xmin(${since}::pg_snapshot)`;
+}
+
+/** Runs `read` in one read-only repeatable-read transaction and returns its snapshot with its result. */
+function inSnapshot<T>(db: ReadDb, read: (trx: ReadDb) => Promise<T>): Promise<{ snapshot: string; value: T }> {
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute(async (trx) => {
+      const snap = await sql<{ snapshot: string }>`SELECT pg_current_snapshot()::text AS snapshot`.execute(trx);
+      return { snapshot: (snap.rows[0] as { snapshot: string }).snapshot, value: await read(trx) };
+    });
 }
 
 /** The read model as the API may see it. */
@@ -236,48 +241,58 @@ export class ReadModel {
   /**
    * One marketplace's price list for a patched body (list-body.ts): every priced row in list
    * order, or, `since` a snapshot of an earlier read, the rows whose listing row may have been
-   * written since (changedSince: at least those that snapshot did not see; JSON null: no longer
-   * priced), and, `liquiditySince` another, those whose liquidity score may have been. One
-   * repeatable-read transaction: the snapshot returned is the one the rows were read in.
+   * written since (writtenSince: at least those that snapshot did not see; JSON null: no longer
+   * priced). One repeatable-read transaction: the snapshot returned is the one the rows were read in.
    */
   async listingRows(
     market: MarketSlug,
     since?: string,
     /** Keys the caller's list holds: rows of theirs need no predecessor. @default none */
     known: (key: string) => boolean = () => false,
-    /** Scores changed since this snapshot too (null: none). @default since */
-    liquiditySince: string | null = since ?? null,
   ): Promise<{ snapshot: string; rows: RowChange[] }> {
-    return this.db
-      .transaction()
-      .setIsolationLevel('repeatable read')
-      .setAccessMode('read only')
-      .execute(async (trx) => {
-        const snap = await sql<{ snapshot: string }>`SELECT pg_current_snapshot()::text AS snapshot`.execute(trx);
-        const base = trx.selectFrom('api_listings_v1').selectAll().where('market', '=', market);
-        const rows =
-          since === undefined
-            ? await base.where('price', 'is not', null).orderBy('market_hash_name').orderBy('phase').execute()
-            : await changedSince(trx, market, since, liquiditySince);
-        const after =
-          since === undefined
-            ? undefined
-            : await predecessors(
-                trx,
-                market,
-                rows.filter((r) => !known(listKey(r.market_hash_name, r.phase))),
-              );
-        return {
-          snapshot: (snap.rows[0] as { snapshot: string }).snapshot,
-          rows: rows.map((r) => {
-            const key = listKey(r.market_hash_name, r.phase);
-            if (r.price === null) return { key, json: null };
-            const change: RowChange = { key, json: JSON.stringify(listingRow(r)) };
-            if (after?.has(key)) change.after = after.get(key) as string | null;
-            return change;
-          }),
-        };
+    const { snapshot, value } = await inSnapshot(this.db, async (trx) => {
+      const base = trx.selectFrom('api_listings_v1').selectAll().where('market', '=', market);
+      const rows =
+        since === undefined
+          ? await base.where('price', 'is not', null).orderBy('market_hash_name').orderBy('phase').execute()
+          : await base.where(await writtenSince(trx, since, 'row_age', 'row_xid')).execute();
+      const after =
+        since === undefined
+          ? undefined
+          : await predecessors(
+              trx,
+              market,
+              rows.filter((r) => !known(listKey(r.market_hash_name, r.phase))),
+            );
+      return rows.map((r) => {
+        const key = listKey(r.market_hash_name, r.phase);
+        if (r.price === null) return { key, json: null };
+        const change: RowChange = { key, json: JSON.stringify(listingRow(r)) };
+        if (after?.has(key)) change.after = after.get(key) as string | null;
+        return change;
       });
+    });
+    return { snapshot, rows: value };
+  }
+
+  /**
+   * The items' liquidity scores written since snapshot `since` (writtenSince: at least those it
+   * did not see), as the list rows' `liquidity` field, and the snapshot they were read in: the
+   * score alone, for every marketplace's list (api_liquidity_v1), where reading them through the
+   * listing rows read every changed item's whole row once per list.
+   */
+  async liquidityScores(since: string): Promise<{ snapshot: string; changes: FieldChange[] }> {
+    const { snapshot, value } = await inSnapshot(this.db, async (trx) =>
+      trx
+        .selectFrom('api_liquidity_v1')
+        .select(['market_hash_name', 'phase', 'liquidity'])
+        .where(await writtenSince(trx, since, 'liquidity_age', 'liquidity_xid'))
+        .execute(),
+    );
+    return {
+      snapshot,
+      changes: value.map((r) => ({ key: listKey(r.market_hash_name, r.phase), fields: { liquidity: r.liquidity } })),
+    };
   }
 
   /** The catalogue of one marketplace (2.6), as bytes: key → that marketplace's object. */

@@ -73,22 +73,6 @@ describe('Slots', () => {
     );
   });
 
-  it('tryRun takes a slot free now or none, and gives it on to a waiter when done', async () => {
-    const slots = new Slots(1);
-    let release = (): void => undefined;
-    const first = slots.tryRun(() => new Promise<string>((resolve) => (release = () => resolve('first'))));
-    expect(first).toBeDefined();
-    let called = false;
-    expect(slots.tryRun(async () => (called = true))).toBeUndefined();
-    expect(called).toBe(false);
-    const waiter = slots.run(async () => 'waiter');
-    expect(slots.waiting).toBe(1);
-    release();
-    expect(await first).toBe('first');
-    expect(await waiter).toBe('waiter');
-    expect(slots.running).toBe(0);
-  });
-
   it('refuses a size that is not a positive integer', () => {
     expect(() => new Slots(0)).toThrow(RangeError);
     expect(() => new Slots(1.5)).toThrow(RangeError);

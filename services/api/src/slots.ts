@@ -7,8 +7,7 @@
  * GET /v1/status and the lists' own patches got "every connection busy" (2026-11-27), and
  * thirteen heaps of rows were alive at the same time (the catalogue's shards, built one at a
  * time for that reason: RSS 559 → 461 MB). In turn, the first list is there after one build's
- * time instead of all of theirs, and patches of rows never wait here (a patch of scores a
- * recomputation moved takes a slot only if one is free: tryRun).
+ * time instead of all of theirs, and patches never wait here.
  *
  * First come, first served: a slot freed goes straight to the longest waiter.
  */
@@ -34,13 +33,6 @@ export class Slots {
   async run<T>(read: () => Promise<T>): Promise<T> {
     if (this.busy < this.size) this.busy++;
     else await new Promise<void>((resolve) => this.queue.push(resolve));
-    return this.holding(read);
-  }
-
-  /** Runs `read` in a slot free now (nobody waiting); undefined, and `read` not called, if none is. */
-  tryRun<T>(read: () => Promise<T>): Promise<T> | undefined {
-    if (this.busy >= this.size) return undefined;
-    this.busy++;
     return this.holding(read);
   }
 

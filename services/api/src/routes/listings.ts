@@ -35,10 +35,11 @@ export function registerListingRoutes(app: FastifyInstance, ctx: RouteContext): 
           const { snapshot, rows } = await ctx.read.listingRows(market);
           return { snapshot, rows: rows as ListRow[] };
         },
-        since: async (snapshot, known, liquiditySince) => {
-          const r = await ctx.read.listingRows(market, snapshot, known, liquiditySince);
+        since: async (snapshot, known) => {
+          const r = await ctx.read.listingRows(market, snapshot, known);
           return { snapshot: r.snapshot, changes: r.rows };
         },
+        fields: (snapshot) => ctx.read.liquidityScores(snapshot),
       });
       return sendBody(req, reply, body, envelopeTail(keyOf(req), getMarket(market).label, body.builtAt));
     },
