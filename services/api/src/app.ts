@@ -12,7 +12,7 @@ import { isPoolBusy } from '@skinprices/store';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { authHook } from './auth.js';
 import { AnswerCache, BodyCache, VersionedCache, type DerivedVersion } from './bodies.js';
-import { ListBodyCache } from './list-body.js';
+import { ListBodyCache, SharedFieldReads } from './list-body.js';
 import { Slots } from './slots.js';
 import type { CatalogueShard } from './catalogue.js';
 import { ChangeWaker } from './changes/waker.js';
@@ -304,6 +304,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     },
     wholeReads,
   );
+  const scores = new SharedFieldReads((snapshot) => deps.read.liquidityScores(snapshot));
   deps.watch?.(() => lists.changed());
   app.addHook('onClose', async () => lists.stop());
   const answers = new AnswerCache(() => deps.version(), undefined, deps.derived);
@@ -325,7 +326,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     registerStatusPage(scope, { read: deps.read, status: deps.status });
     registerRoutes(
       scope,
-      { read: deps.read, bodies, lists, answers, catalogues, wholeReads, status: deps.status },
+      { read: deps.read, bodies, lists, answers, catalogues, wholeReads, scores, status: deps.status },
       { log: deps.read.changeLog(), waker: deps.changeWaker ?? new ChangeWaker(), pollMs: deps.changePollMs },
     );
   });

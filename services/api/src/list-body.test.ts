@@ -8,6 +8,8 @@ import {
   SegmentedList,
   type ListRow,
   type ListSource,
+  SharedFieldReads,
+  type FieldRead,
   type RowChange,
 } from './list-body.js';
 
@@ -505,5 +507,58 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     expect(text(now)).toBe(expected(f.rows()));
     expect(f.cache.stats).toMatchObject({ hits: hits + 1, ahead: 1, patches: 1 });
     f.cache.stop();
+  });
+});
+
+describe('SharedFieldReads: one read of the fields for the lists due at once', () => {
+  function reader() {
+    const calls: string[] = [];
+    let fail = false;
+    let n = 0;
+    const reads = new SharedFieldReads(async (snapshot): Promise<FieldRead> => {
+      calls.push(snapshot);
+      await new Promise((r) => setTimeout(r, 5));
+      if (fail) throw new Error('read failed');
+      n++;
+      return { snapshot: `${100 + n}:${110 + n}:`, changes: [{ key: `k${n}`, fields: { liquidity: `${n}.00` } }] };
+    });
+    return { reads, calls, failNext: (f: boolean) => (fail = f) };
+  }
+
+  it('answers every list whose refresh began before the read started, from a snapshot not older', async () => {
+    const r = reader();
+    const began = performance.now();
+    // Six lists due on the same commit, their last reads from the same or a newer snapshot.
+    const answers = await Promise.all(
+      ['90:95:', '90:95:', '92:99:92', '90:95:', '95:96:', '90:91:'].map((s) => r.reads.since(s, began)),
+    );
+    expect(r.calls).toEqual(['90:95:']);
+    expect(new Set(answers).size).toBe(1);
+    expect(r.reads.reads).toBe(1);
+  });
+
+  it('never answers with a read that started before the refresh, or from a newer snapshot', async () => {
+    const r = reader();
+    const first = await r.reads.since('90:95:', performance.now());
+    // A refresh that began after the read started: it may have been told of a commit the read
+    // did not see.
+    const later = await r.reads.since(first.snapshot, performance.now());
+    expect(later).not.toBe(first);
+    // A list whose last read is older than the one in flight (a smaller xmin): a read of its own.
+    const began = performance.now();
+    const [a, b] = await Promise.all([r.reads.since('200:210:', began), r.reads.since('150:160:', began)]);
+    expect(a).not.toBe(b);
+    expect(r.calls).toEqual(['90:95:', first.snapshot, '200:210:', '150:160:']);
+  });
+
+  it('does not share a failed read: the next list reads again', async () => {
+    const r = reader();
+    r.failNext(true);
+    const began = performance.now();
+    const failed = r.reads.since('90:95:', began);
+    await expect(failed).rejects.toThrow('read failed');
+    r.failNext(false);
+    await expect(r.reads.since('90:95:', began)).resolves.toMatchObject({ snapshot: '101:111:' });
+    expect(r.calls).toHaveLength(2);
   });
 });

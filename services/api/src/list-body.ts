@@ -380,7 +380,48 @@ export interface ListSource {
    * did not see, for every key that has them, and the new snapshot. Absent: a row shows nothing
    * that moves without it.
    */
-  fields?(snapshot: string): Promise<{ snapshot: string; changes: FieldChange[] }>;
+  fields?(snapshot: string, notBefore: number): Promise<FieldRead>;
+}
+
+/** A read of the fields: the changes, and the snapshot they were read in. */
+export interface FieldRead {
+  snapshot: string;
+  changes: readonly FieldChange[];
+}
+
+/** The xmin of a pg_snapshot's text form (`xmin:xmax:xip,…`). */
+const xminOf = (snapshot: string): bigint => BigInt(snapshot.slice(0, snapshot.indexOf(':')));
+
+/**
+ * One read of the fields for the lists that fall due together. Every list's scores fall due on
+ * the same derive commit, and each read every score the commit moved (~35k rows at full size):
+ * six lists read them six times at once, and those patches took 1.4-3.9 s, holding back the price
+ * changes behind them (platform bench, 2026-11-28). A read answers a list when it started no
+ * earlier than `notBefore` (the list's refresh began: the read sees every commit the list was
+ * told of, and every score the list read before) and from a snapshot whose xmin is not newer
+ * than the list's (what it names as written since is a superset of what the list needs; the
+ * patch's digests drop the rest). Otherwise a read of its own, which later lists may share.
+ */
+export class SharedFieldReads {
+  private last: { from: bigint; startedAt: number; result: Promise<FieldRead> } | undefined;
+
+  constructor(private readonly read: (snapshot: string) => Promise<FieldRead>) {}
+
+  /** Reads made (not shared). */
+  reads = 0;
+
+  async since(snapshot: string, notBefore: number): Promise<FieldRead> {
+    const from = xminOf(snapshot);
+    const last = this.last;
+    if (last && last.startedAt >= notBefore && last.from <= from) {
+      const shared = await last.result.catch(() => undefined);
+      if (shared) return shared;
+    }
+    const result = this.read(snapshot);
+    this.reads++;
+    this.last = { from, startedAt: performance.now(), result };
+    return result;
+  }
 }
 
 /** What a patched list keeps beside its body. */
@@ -596,7 +637,7 @@ export class ListBodyCache {
       // (or every time, without a lag), from the snapshot of that read, so none is skipped.
       const due = lagMs === undefined || (moved && Date.now() - liquidity.at >= lagMs);
       if (source.fields && pending.size === 0 && due) {
-        const read = await source.fields(liquidity.snapshot);
+        const read = await source.fields(liquidity.snapshot, started);
         const placed = new Set(changes.map((c) => c.key));
         // Read after the rows: newer than theirs, so they apply to this patch's rows too.
         for (const c of read.changes) if (list.has(c.key) || placed.has(c.key)) pending.set(c.key, c);

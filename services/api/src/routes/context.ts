@@ -6,7 +6,7 @@ import type { Market, MarketSlug } from '@skinprices/domain';
 import { Type, type TSchema } from 'typebox';
 import type { AnswerCache, BodyCache, VersionedCache } from '../bodies.js';
 import type { CatalogueShard } from '../catalogue.js';
-import type { ListBodyCache } from '../list-body.js';
+import type { ListBodyCache, SharedFieldReads } from '../list-body.js';
 import type { ReadModel } from '../readmodel.js';
 import type { Slots } from '../slots.js';
 import type { StatusOptions } from '../status.js';
@@ -27,6 +27,8 @@ export interface RouteContext {
    * one slot it would wait for itself.
    */
   wholeReads: Slots;
+  /** Liquidity scores moved since a snapshot, one read for every list due at once. */
+  scores: SharedFieldReads;
   status?: StatusOptions;
 }
 

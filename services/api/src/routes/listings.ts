@@ -39,7 +39,7 @@ export function registerListingRoutes(app: FastifyInstance, ctx: RouteContext): 
           const r = await ctx.read.listingRows(market, snapshot, known);
           return { snapshot: r.snapshot, changes: r.rows };
         },
-        fields: (snapshot) => ctx.read.liquidityScores(snapshot),
+        fields: (snapshot, notBefore) => ctx.scores.since(snapshot, notBefore),
       });
       return sendBody(req, reply, body, envelopeTail(keyOf(req), getMarket(market).label, body.builtAt));
     },
