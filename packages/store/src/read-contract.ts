@@ -43,12 +43,15 @@ export const READ_CONTRACT_V1 = {
     liquidity: 'numeric?',
     is_outlier: 'boolean?',
     confidence: 'numeric?',
-    /** The transaction that wrote the listing row, and the liquidity row (0011): what changed since a snapshot. */
+    /**
+     * The transaction that wrote the listing row, and the liquidity row (0011): what changed since a
+     * snapshot. The API reads the liquidity ones from api_liquidity_v1 (0018) since.
+     */
     row_xid: 'xid8',
     liquidity_xid: 'xid8?',
     /**
      * age() of those transactions (0012): a row is changed since a snapshot when its age is not
-     * above the age of the snapshot's xmin (services/api/src/readmodel.ts changedSince).
+     * above the age of the snapshot's xmin (services/api/src/readmodel.ts writtenSince).
      */
     row_age: 'integer',
     liquidity_age: 'integer?',

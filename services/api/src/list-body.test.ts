@@ -22,6 +22,9 @@ function served(list: SegmentedList): string {
   return text.slice(0, -TAIL.length);
 }
 
+/** A cached head as a client without gzip gets it (the gzip header skipped, the deflate data inflated). */
+const text = (b: { headGzip: Buffer }) => inflateRawSync(b.headGzip.subarray(10), { finishFlush: 2 }).toString();
+
 const expected = (rows: readonly ListRow[]) => `{"data":[${rows.map((r) => r.json).join(',')}]`;
 
 const row = (i: number, price = `${i}.25`): ListRow => ({
@@ -310,8 +313,6 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     };
   }
 
-  const text = (b: { headGzip: Buffer }) => inflateRawSync(b.headGzip.subarray(10), { finishFlush: 2 }).toString();
-
   it('serves, patches (derived values too), and rebuilds on a new row or an untagged change', async () => {
     const f = fixture();
     const get = () => f.cache.get('prices:x', f.source, true);
@@ -525,7 +526,7 @@ describe('SharedFieldReads: one read of the fields for the lists due at once', (
     return { reads, calls, failNext: (f: boolean) => (fail = f) };
   }
 
-  it('answers every list whose refresh began before the read started, from a snapshot not older', async () => {
+  it('answers every list whose rows were read before the read started, from a snapshot not older', async () => {
     const r = reader();
     const began = performance.now();
     // Six lists due on the same commit, their last reads from the same or a newer snapshot.
@@ -537,11 +538,11 @@ describe('SharedFieldReads: one read of the fields for the lists due at once', (
     expect(r.reads.reads).toBe(1);
   });
 
-  it('never answers with a read that started before the refresh, or from a newer snapshot', async () => {
+  it('never answers with a read that started before the list read its rows, or from a newer snapshot', async () => {
     const r = reader();
     const first = await r.reads.since('90:95:', performance.now());
-    // A refresh that began after the read started: it may have been told of a commit the read
-    // did not see.
+    // Rows read after the read started: they, and the commits the list was told of, may be newer
+    // than the read.
     const later = await r.reads.since(first.snapshot, performance.now());
     expect(later).not.toBe(first);
     // A list whose last read is older than the one in flight (a smaller xmin): a read of its own.
@@ -549,6 +550,75 @@ describe('SharedFieldReads: one read of the fields for the lists due at once', (
     const [a, b] = await Promise.all([r.reads.since('200:210:', began), r.reads.since('150:160:', began)]);
     expect(a).not.toBe(b);
     expect(r.calls).toEqual(['90:95:', first.snapshot, '200:210:', '150:160:']);
+  });
+
+  it("a list never takes a shared read older than its own rows: the row's newer score stays", async () => {
+    // One read model, two lists (caches) sharing the reads; snapshot n is `n:n+1:` (xmin n), and a
+    // write made while the counter is n is seen by the reads from snapshots up to n.
+    let snap = 0;
+    const take = () => `${++snap}:${snap + 1}:`;
+    const xmin = (s: string) => Number(s.split(':')[0]);
+    const prices = ['0.25', '1.25', '2.25'];
+    const scores = ['1.00', '1.00', '1.00'];
+    const priced: { after: number; i: number }[] = [];
+    const scored: { after: number; i: number }[] = [];
+    const json = (i: number) => JSON.stringify({ name: `item ${i}`, price: prices[i], liquidity: scores[i] });
+    const since = (log: { after: number; i: number }[], s: string) => [
+      ...new Set(log.filter((x) => x.after >= xmin(s)).map((x) => x.i)),
+    ];
+    const shared = new SharedFieldReads(async (s) => {
+      const snapshot = take();
+      const changes = since(scored, s).map((i) => ({ key: row(i).key, fields: { liquidity: scores[i] as string } }));
+      await new Promise((r) => setTimeout(r, 20));
+      return { snapshot, changes };
+    });
+    let gate: Promise<void> = Promise.resolve();
+    const source = (gated: boolean): ListSource => ({
+      full: async () => ({ snapshot: take(), rows: prices.map((_, i) => ({ key: row(i).key, json: json(i) })) }),
+      since: async (s) => {
+        if (gated) await gate;
+        const snapshot = take();
+        return { snapshot, changes: since(priced, s).map((i) => ({ key: row(i).key, json: json(i) })) };
+      },
+      fields: (s, notBefore) => shared.since(s, notBefore),
+    });
+    let tags = 0;
+    let derived = 0;
+    const cache = () =>
+      new ListBodyCache(
+        () => tags + derived,
+        () => 0,
+        0,
+        undefined,
+        { version: () => derived, lagMs: 0 },
+      );
+    const [a, b] = [cache(), cache()];
+    const tick = () => new Promise((r) => setTimeout(r, 5));
+    await b.get('b', source(false), true);
+    await a.get('a', source(true), true);
+    // Item 0's score moves; list A starts its refresh and is slow to read its rows.
+    scores[0] = '1.50';
+    scored.push({ after: snap, i: 0 });
+    derived++;
+    let open = (): void => undefined;
+    gate = new Promise<void>((r) => (open = r));
+    const refreshA = a.get('a', source(true), true);
+    await tick();
+    // List B refreshes meanwhile: its score read (item 0 at 1.50) starts after A's refresh did.
+    const refreshB = b.get('b', source(false), true);
+    await tick();
+    // Item 0's score and price move again before A reads its rows: A's row shows 2.00.
+    scores[0] = '2.00';
+    prices[0] = '9.99';
+    scored.push({ after: snap, i: 0 });
+    priced.push({ after: snap, i: 0 });
+    derived++;
+    tags++;
+    open();
+    await refreshB;
+    expect(text(await refreshA)).toContain('{"name":"item 0","price":"9.99","liquidity":"2.00"}');
+    a.stop();
+    b.stop();
   });
 
   it('does not share a failed read: the next list reads again', async () => {

@@ -80,7 +80,9 @@ interface Segment extends Piece {
  * 33k-row list of simulator rows: 1.72 → 2.08 MB; a 900-row patch, every segment, 410 → 270 ms).
  * Such patches come in bursts (a fifth of all listed prices changed at once, bench/bottlenecks.md,
  * Freshness), when every list's patches recompress it whole and the changes wait behind them; a
- * segment goes back to 6 when a calm patch or the next rebuild touches it.
+ * segment goes back to 6 when a calm patch or the next rebuild touches it. A slice of liquidity
+ * scores (FIELD_SEGMENTS, more than this) is compressed at 1 too, and a round of scores touches
+ * every segment every DERIVED_MAX_LAG_MS or so: while scores keep moving, most segments stay at 1.
  */
 const LEVEL = 6;
 const BURST_LEVEL = 1;
@@ -397,10 +399,11 @@ const xminOf = (snapshot: string): bigint => BigInt(snapshot.slice(0, snapshot.i
  * the same derive commit, and each read every score the commit moved (~35k rows at full size):
  * six lists read them six times at once, and those patches took 1.4-3.9 s, holding back the price
  * changes behind them (platform bench, 2026-11-28). A read answers a list when it started no
- * earlier than `notBefore` (the list's refresh began: the read sees every commit the list was
- * told of, and every score the list read before) and from a snapshot whose xmin is not newer
- * than the list's (what it names as written since is a superset of what the list needs; the
- * patch's digests drop the rest). Otherwise a read of its own, which later lists may share.
+ * earlier than `notBefore` (the list's rows were read by then: the read is newer than those rows,
+ * and than every commit the list was told of and every score it read before) and from a snapshot
+ * whose xmin is not newer than the list's (what it names as written since is a superset of what
+ * the list needs; the patch's digests drop the rest). Otherwise a read of its own, which later
+ * lists may share.
  */
 export class SharedFieldReads {
   private last: { from: bigint; startedAt: number; result: Promise<FieldRead> } | undefined;
@@ -511,7 +514,10 @@ export class ListBodyCache {
   private readonly asked = new Map<string, { source: ListSource; at: number }>();
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweepAt = Infinity;
-  /** Lists whose patches left liquidity scores for later: when those are due. */
+  /**
+   * Lists owed a refresh with no change of their own: liquidity scores moved and fall due then
+   * (LiquidityLag), or the next slice of scores read and not yet applied (now).
+   */
   private readonly owed = new Map<string, number>();
   /** Per list, moved when its owed scores fell due: part of its version, so it is refreshed. */
   private readonly nudges = new Map<string, number>();
@@ -524,7 +530,7 @@ export class ListBodyCache {
     private readonly resets: () => number,
     minAgeMs = 1_000,
     private readonly observe: RefreshObserver = () => undefined,
-    /** Absent: every patch reads the scores changed since its last read too. */
+    /** Absent: every refresh with no scores left to apply reads those changed since the last read. */
     private readonly liquidity?: LiquidityLag,
     /** Whole-list reads (first builds, rebuilds) share these (slots.ts); patches never wait for one. @default no limit */
     private readonly builds?: Slots,
@@ -627,6 +633,9 @@ export class ListBodyCache {
     if (previous && previous.resets === resets) {
       const list = previous.list;
       const { snapshot, changes } = await source.since(previous.snapshot, (key) => list.has(key));
+      // A fields read shared with other lists must have started after this read of the rows, so
+      // that it is newer than they are (SharedFieldReads).
+      const rowsRead = performance.now();
       // A row read now shows its fields as of this read: newer than those read before it.
       const pending = new Map(previous.pending);
       for (const c of changes) pending.delete(c.key);
@@ -637,7 +646,7 @@ export class ListBodyCache {
       // (or every time, without a lag), from the snapshot of that read, so none is skipped.
       const due = lagMs === undefined || (moved && Date.now() - liquidity.at >= lagMs);
       if (source.fields && pending.size === 0 && due) {
-        const read = await source.fields(liquidity.snapshot, started);
+        const read = await source.fields(liquidity.snapshot, rowsRead);
         const placed = new Set(changes.map((c) => c.key));
         // Read after the rows: newer than theirs, so they apply to this patch's rows too.
         for (const c of read.changes) if (list.has(c.key) || placed.has(c.key)) pending.set(c.key, c);
