@@ -5,6 +5,8 @@
  *   node --import tsx bench/materialize.ts [--size 35000] [--runs 3] [--out bench/results/materialize.json]
  *     [--profile dir]   (wall time per SQL statement into dir; run under node --cpu-prof for the Node side)
  *   BENCH_KEEP=1 keeps the materialized schema (bench_mat_<run>) to EXPLAIN statements against it
+ *   BENCH_TIMELINE=path writes path-<run>.json: each batch's start (ms after the first), apply ms,
+ *     records and partition, to see how busy the listings lane's connections were
  *
  * One FULL listings cycle of every listing marketplace (the simulator's model evaluated in
  * process, produced through the real producer and registry) plus its COMPLETE markers. The
@@ -164,6 +166,7 @@ for (let run = 0; run < runs; run++) {
   // guard's second look, liquidity, market cap) from there to the last marker applied and the
   // second look after it (its own transaction since migration 0017).
   let first: number | undefined;
+  const timeline: object[] = [];
   let ingested = 0;
   let derived = 0;
   let batches = 0;
@@ -177,6 +180,14 @@ for (let run = 0; run < runs; run++) {
     materializer.onBatch((r) => {
       const now = performance.now();
       first ??= now - r.ms;
+      if (process.env.BENCH_TIMELINE)
+        timeline.push({
+          at: round(now - r.ms - (first as number)),
+          ms: round(r.ms),
+          n: r.applied,
+          topic: r.topic,
+          p: r.partition,
+        });
       batches++;
       if (r.topic === listingCodec.topic) {
         listingRecords += r.applied;
@@ -195,6 +206,8 @@ for (let run = 0; run < runs; run++) {
   await done;
   await materializer.stop();
   const materializeSeconds = (ingested - (first as number)) / 1000;
+  if (process.env.BENCH_TIMELINE)
+    writeFileSync(`${process.env.BENCH_TIMELINE}-${run + 1}.json`, JSON.stringify(timeline));
   const deriveSeconds = (derived - ingested) / 1000;
   if (sql && args.profileDir) {
     // Wall time per statement (several run at once on the pool's connections).
