@@ -23,6 +23,7 @@ import {
   createKafka,
   deleteTopics,
   ensureTopics,
+  EventConsumer,
   EventProducer,
   EventSerde,
   topicDefinitions,
@@ -139,7 +140,37 @@ const dailyRows = priced.map((e) => candle(e, new Date(startOfUtcDay(e.observed_
 const freshSchema = (name: string) => freshSchemaOf(databaseUrl, name, 8, 'bench');
 const dropSchema = (name: string) => dropSchemaOf(databaseUrl, name);
 
+/**
+ * Kafka's part of the ingest path alone: the listings topic fetched and decoded as the
+ * materializer's listings lane does (same consumer, three partitions at once), the handler doing
+ * nothing. Its CPU runs on the same two cores as PostgreSQL's in the real path.
+ */
+async function consumeOnly(run: number): Promise<number> {
+  const consumer = new EventConsumer(kafka, [listingCodec], {
+    groupId: `bench-consume-${Date.now().toString(36)}-${run}`,
+    concurrency: 3,
+    autoCommit: false,
+  });
+  let seen = 0;
+  let first: number | undefined;
+  let last = 0;
+  await new Promise<void>((resolve, reject) => {
+    consumer
+      .start(async (batch) => {
+        first ??= performance.now();
+        seen += batch.messages.filter((m) => m.value !== null).length;
+        last = performance.now();
+        if (seen >= events.length) resolve();
+      })
+      .catch(reject);
+  });
+  await consumer.stop();
+  return (last - (first as number)) / 1000;
+}
+
 interface Run {
+  /** Kafka fetch and Avro decode of the listings alone, no PostgreSQL (consumeOnly). */
+  consume_seconds: number;
   /** The ingest path: every listings record committed. */
   materialize_seconds: number;
   /** The derive path after it: every marker applied, and the second look after the last of them. */
@@ -153,6 +184,7 @@ interface Run {
 }
 const measured: Run[] = [];
 for (let run = 0; run < runs; run++) {
+  const consumeSeconds = await consumeOnly(run);
   // Materialize.
   const schemaA = `bench_mat_${run}`;
   const pool = await freshSchema(schemaA);
@@ -272,6 +304,7 @@ for (let run = 0; run < runs; run++) {
   await copyPool.end();
   await dropSchema(schemaB);
   measured.push({
+    consume_seconds: consumeSeconds,
     materialize_seconds: materializeSeconds,
     derive_seconds: deriveSeconds,
     replay_seconds: replaySeconds,
@@ -280,7 +313,7 @@ for (let run = 0; run < runs; run++) {
     batches,
   });
   console.log(
-    `run ${run + 1}: ingest ${materializeSeconds.toFixed(2)} s (${batches} batches), then derive ${deriveSeconds.toFixed(2)} s; replay ${replaySeconds.toFixed(2)} s; raw COPY ${copySeconds.toFixed(2)} s, of the write set ${writeSetSeconds.toFixed(2)} s`,
+    `run ${run + 1}: consume alone ${consumeSeconds.toFixed(2)} s; ingest ${materializeSeconds.toFixed(2)} s (${batches} batches), then derive ${deriveSeconds.toFixed(2)} s; replay ${replaySeconds.toFixed(2)} s; raw COPY ${copySeconds.toFixed(2)} s, of the write set ${writeSetSeconds.toFixed(2)} s`,
   );
 }
 
@@ -297,6 +330,8 @@ writeResult(args.out, {
   derive_seconds: Number(median(measured.map((m) => m.derive_seconds)).toFixed(3)),
   copy_seconds: Number(copy.toFixed(3)),
   materialize_events_per_second: Math.round(events.length / mat),
+  // Kafka fetch and decode alone against the raw COPY: the part of the path PostgreSQL does not do.
+  consume_seconds: Number(median(measured.map((m) => m.consume_seconds)).toFixed(3)),
   copy_rows_per_second: Math.round(events.length / copy),
   materialize_ratio: round(median(measured.map((m) => m.copy_seconds / m.materialize_seconds))),
   write_set_copy_seconds: Number(median(measured.map((m) => m.write_set_copy_seconds)).toFixed(3)),
