@@ -477,7 +477,7 @@ export type RefreshObserver = (name: string, how: RefreshHow, seconds: number, r
  * After a refresh, a list waits at least this many times as long as it took (VersionedCache): at
  * most half of the process refreshing one list. 4 (a fifth) was measured worse: on a saturated
  * machine a 16 s patch held its list 64 s, the next patch then had more rows to read, and
- * committed → visible reached minutes (bench/bottlenecks.md, Freshness).
+ * committed → visible reached minutes (bench/bottlenecks-history.md, Freshness).
  */
 const COST_FACTOR = 1;
 
@@ -485,7 +485,7 @@ const COST_FACTOR = 1;
  * Segments of field changes (scores) one refresh applies at most. A score round touches every
  * segment of a list (130 at 33k rows); carried whole by the patch of a price change, it made that
  * patch seconds long on a loaded machine, and the price changes after it waited for it and then
- * as long again (COST_FACTOR): committed → visible p99 5–22 s (bench/bottlenecks.md, seventh
+ * as long again (COST_FACTOR): committed → visible p99 5–22 s (bench/bottlenecks-history.md, seventh
  * session). In slices, a price change waits for one slice at most; a round takes a few refreshes.
  */
 const FIELD_SEGMENTS = 24;

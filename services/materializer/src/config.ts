@@ -52,7 +52,7 @@ export const materializerConfigSchema = z
     CONSUME_MAX_BATCH_BYTES: intFromEnv(65_536, 16 * 1024 * 1024)
       .default(1_048_576)
       .describe(
-        'the most one fetch takes of a partition that is behind, so the largest batch applied in one transaction (kafkajs maxBytesPerPartition; every consumed topic); a partition that is not behind is applied as its records come. 4 MiB made a cold start slower (bench/bottlenecks.md)',
+        'the most one fetch takes of a partition that is behind, so the largest batch applied in one transaction (kafkajs maxBytesPerPartition; every consumed topic); a partition that is not behind is applied as its records come. 4 MiB made a cold start slower (bench/bottlenecks-history.md)',
       ),
     LISTINGS_FIRST_ABOVE: intFromEnv(0, 10_000_000)
       .default(0)

@@ -8,7 +8,7 @@
  * price visible. When markers were applied inside it, one batch that found markers ready carried
  * every derived recomputation (liquidity over the whole catalogue, hours of market cap, the
  * retention DROP that locks listing_hourly), and every price behind it in the partition waited:
- * freshness p99 12.6 s, a cold catalogue 145 s (bench/bottlenecks.md). Now a batch commits what
+ * freshness p99 12.6 s, a cold catalogue 145 s (bench/bottlenecks-history.md). Now a batch commits what
  * it read and nothing else; this loop catches up behind it.
  *
  * Each round is up to three transactions: the markers' (what a COMPLETE cycle implies,

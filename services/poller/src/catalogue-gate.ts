@@ -15,7 +15,7 @@
  * It is the default since the pollers' per-row cost halved, the simulator stopped recomputing
  * every marketplace for each override, those first cycles run one kind after another, and the
  * API's patches of moved scores take a free slot (same day, later: cold 59-60 s against 81-110 s,
- * p99 0.89-10.6 s, median 1.10, against 0.73-23.3 s, not all on the same code: bench/bottlenecks.md).
+ * p99 0.89-10.6 s, median 1.10, against 0.73-23.3 s, not all on the same code: bench/bottlenecks-history.md).
  *
  * This gate opens when every listing marketplace of the registry has ended a LISTINGS cycle (any
  * outcome: a failing upstream is not waited for), as their markers on poll-cycles.v1 say, and the

@@ -31,7 +31,7 @@ export function toEvent<K extends Kind>(
 ): EventMap[EventKind] {
   // Object.assign, not `{ ...base, ...row, cycle_id }`: V8 in Node 20 builds a spread followed by
   // more properties on a slow path, 7 µs a listing event against 0.2 µs, and this runs once per
-  // upstream row (8.6% of a full cycle's CPU: bench/bottlenecks.md, 2026-11-27).
+  // upstream row (8.6% of a full cycle's CPU: bench/bottlenecks-history.md, 2026-11-27).
   const event: Record<string, unknown> = { market: market.slug, currency: market.currency, observed_at: observedAt };
   Object.assign(event, row);
   // Happenings (sales, history points) are not cycle states: they carry no cycle id.
