@@ -15,6 +15,8 @@
  *                 guard, item_markets, hourly and daily candles, outbox, offsets, NOTIFY)
  *
  *   node --import tsx bench/ingest-floor.ts [--size 35000] [--runs 1] [--out bench/results/ingest-floor.json]
+ *     BENCH_VARIANTS=copy,apply   only these variants (copy first: the ratios are against it)
+ *     BENCH_CONCURRENCY=3         connections at once
  *
  * Every variant runs its batches on three connections (the materializer's listings concurrency),
  * each batch one transaction, into a fresh schema. Not part of `make bench`: a measure of how much
@@ -25,6 +27,7 @@ import type { ConsumedBatch, ListingEvent } from '@skinprices/events';
 import { applyBatch, LISTING_COLUMNS, listingRow, type MaterializedKind } from '@skinprices/materializer';
 import { generateCatalogue, MarketModel } from '@skinprices/simulator';
 import { copyRows, type CopyValue, type Pool, type PoolClient } from '@skinprices/store';
+import { readFileSync } from 'node:fs';
 import { benchArgs, dropSchema, freshSchema, median, round, writeResult } from './support/harness.js';
 import { snapshotListings } from './support/listings.js';
 
@@ -33,7 +36,8 @@ const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5
 const AT = Date.UTC(2026, 10, 20, 12);
 const TOPIC = 'listings.v1.ingest_floor';
 const SCHEMA = 'bench_ingest_floor';
-const CONCURRENCY = 3;
+/** The materializer's listings concurrency (CONSUME_LISTINGS_CONCURRENCY); BENCH_CONCURRENCY to try others. */
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 3);
 /** The cold start's batches in the materialize bench: 332k events in 61 batches. */
 const BATCH = 5_500;
 
@@ -68,6 +72,21 @@ for (const evs of perMarket)
 
 const rowsOf = (b: ConsumedBatch<MaterializedKind>): CopyValue[][] =>
   b.messages.map((m) => [...listingRow(m.value as ListingEvent), m.offset]);
+
+/** Busy CPU-seconds of the whole machine since boot (/proc/stat, in USER_HZ = 100 ticks a second: every state but idle and iowait). */
+function machineBusySeconds(): number {
+  const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] as string).trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = fields as number[];
+  return (
+    ((user as number) +
+      (nice as number) +
+      (system as number) +
+      (irq as number) +
+      (softirq as number) +
+      (steal as number)) /
+    100
+  );
+}
 
 /** Runs every batch through `apply`, CONCURRENCY at once, each in its own transaction. */
 async function concurrently(
@@ -268,7 +287,14 @@ for (let run = 0; run < args.runs; run++) {
   const r: Record<string, number> = {};
   for (const v of order) {
     const pool = await freshSchema(databaseUrl, SCHEMA, CONCURRENCY + 1, 'bench-ingest-floor');
+    const busy0 = machineBusySeconds();
+    const node0 = process.cpuUsage();
     r[v] = round(await VARIANTS[v](pool));
+    const node = process.cpuUsage(node0);
+    // CPU-seconds of the whole machine (PostgreSQL's backends, this process, what else runs) and
+    // of this process, over the variant (with its pool's setup, which is small beside it).
+    r[`${v}_machine_cpu_s`] = round(machineBusySeconds() - busy0);
+    r[`${v}_bench_cpu_s`] = round((node.user + node.system) / 1e6);
     const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM listings_current');
     if (rows[0]?.n !== events.length) throw new Error(`${v}: ${rows[0]?.n} rows of ${events.length}`);
     await pool.end();
@@ -277,7 +303,7 @@ for (let run = 0; run < args.runs; run++) {
       console.log(`    ${(t.ms / t.calls).toFixed(1).padStart(7)} ms × ${String(t.calls).padStart(3)}  ${what}`);
     byStatement.clear();
     console.log(
-      `run ${run + 1} ${v.padEnd(12)} ${r[v]?.toFixed(2)} s  ratio ${round((r.copy ?? NaN) / (r[v] ?? NaN))}`,
+      `run ${run + 1} ${v.padEnd(12)} ${r[v]?.toFixed(2)} s  ratio ${round((r.copy ?? NaN) / (r[v] ?? NaN))}  CPU-s: machine ${r[`${v}_machine_cpu_s`]}, bench ${r[`${v}_bench_cpu_s`]}`,
     );
   }
   runs.push(r);
@@ -292,6 +318,8 @@ writeResult(args.out, {
   concurrency: CONCURRENCY,
   runs,
   seconds: Object.fromEntries(order.map((v) => [v, round(med(v))])),
+  machine_cpu_seconds: Object.fromEntries(order.map((v) => [v, round(med(`${v}_machine_cpu_s`))])),
+  bench_cpu_seconds: Object.fromEntries(order.map((v) => [v, round(med(`${v}_bench_cpu_s`))])),
   ratio_vs_copy: Object.fromEntries(
     order.map((v) => [v, round(median(runs.map((r) => (r.copy as number) / (r[v] as number))))]),
   ),
