@@ -23,7 +23,7 @@ import { generateCatalogue, MarketModel } from '@skinprices/simulator';
 import type { PoolClient } from '@skinprices/store';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { benchArgs, dropSchema, freshSchema, median, percentile, round, writeResult } from './support/harness.js';
-import { snapshotListings } from './support/listings.js';
+import { listingBatch, snapshotListings } from './support/listings.js';
 
 const args = benchArgs('batch-cost');
 const batchCount = Number(process.env.BENCH_BATCHES ?? 600);
@@ -51,18 +51,7 @@ const nextOffset = new Map<number, number>();
 function batchOf(partition: number, events: readonly ListingEvent[]): ConsumedBatch<MaterializedKind> {
   const first = nextOffset.get(partition) ?? 0;
   nextOffset.set(partition, first + events.length);
-  return {
-    topic: TOPIC,
-    partition,
-    messages: events.map((value, i) => ({
-      topic: TOPIC,
-      partition,
-      offset: String(first + i),
-      key: `${value.market}|${value.market_hash_name}|${value.phase}`,
-      value,
-    })),
-    highWatermark: String(first + events.length),
-  };
+  return listingBatch(TOPIC, partition, first, events);
 }
 
 /**

@@ -28,8 +28,8 @@ import { applyBatch, LISTING_COLUMNS, listingRow, type MaterializedKind } from '
 import { generateCatalogue, MarketModel } from '@skinprices/simulator';
 import { copyRows, type CopyValue, type Pool, type PoolClient } from '@skinprices/store';
 import { readFileSync } from 'node:fs';
-import { benchArgs, dropSchema, freshSchema, median, round, writeResult } from './support/harness.js';
-import { snapshotListings } from './support/listings.js';
+import { benchArgs, dropSchema, freshSchema, median, round, sqlProfile, writeResult } from './support/harness.js';
+import { listingBatch, snapshotListings } from './support/listings.js';
 
 const args = benchArgs('ingest-floor');
 const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skinprices';
@@ -55,19 +55,7 @@ const batches: ConsumedBatch<MaterializedKind>[] = [];
 for (const evs of perMarket)
   for (let i = 0; i < evs.length; i += BATCH) {
     const partition = batches.length;
-    const slice = evs.slice(i, i + BATCH);
-    batches.push({
-      topic: TOPIC,
-      partition,
-      messages: slice.map((value, j) => ({
-        topic: TOPIC,
-        partition,
-        offset: String(i + j),
-        key: `${value.market}|${value.market_hash_name}|${value.phase}`,
-        value,
-      })),
-      highWatermark: String(i + slice.length),
-    });
+    batches.push(listingBatch(TOPIC, partition, i, evs.slice(i, i + BATCH)));
   }
 
 const rowsOf = (b: ConsumedBatch<MaterializedKind>): CopyValue[][] =>
@@ -88,10 +76,14 @@ function machineBusySeconds(): number {
   );
 }
 
-/** Runs every batch through `apply`, CONCURRENCY at once, each in its own transaction. */
+/**
+ * Runs every batch through `apply`, CONCURRENCY at once, each in its own transaction (opened here,
+ * or by `apply` itself when `ownTransaction`: applyBatch does).
+ */
 async function concurrently(
   pool: Pool,
   apply: (c: PoolClient, b: ConsumedBatch<MaterializedKind>) => Promise<void>,
+  ownTransaction = false,
 ): Promise<number> {
   const queue = [...batches];
   const t0 = performance.now();
@@ -100,9 +92,9 @@ async function concurrently(
       const client = await pool.connect();
       try {
         for (let b = queue.shift(); b; b = queue.shift()) {
-          await client.query('BEGIN');
+          if (!ownTransaction) await client.query('BEGIN');
           await apply(client, b);
-          await client.query('COMMIT');
+          if (!ownTransaction) await client.query('COMMIT');
         }
       } finally {
         client.release();
@@ -188,31 +180,6 @@ async function nextOffset(client: PoolClient, b: ConsumedBatch<MaterializedKind>
   );
 }
 
-/** Time until each answer, by the statement's first words (several connections at once: wall ms). */
-const byStatement = new Map<string, { ms: number; calls: number }>();
-function timed(client: PoolClient): PoolClient {
-  const query = client.query.bind(client) as (...a: unknown[]) => unknown;
-  (client as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
-    const t0 = performance.now();
-    const first = a[0] as string | { text?: string };
-    const text = typeof first === 'string' ? first : (first.text ?? 'COPY');
-    const what = text.replace(/\s+/g, ' ').trim().slice(0, 50);
-    const out = query(...a);
-    if (out instanceof Promise)
-      void out.then(
-        () => {
-          const s = byStatement.get(what) ?? { ms: 0, calls: 0 };
-          s.ms += performance.now() - t0;
-          s.calls++;
-          byStatement.set(what, s);
-        },
-        () => undefined,
-      );
-    return out;
-  };
-  return client;
-}
-
 type Variant = 'copy' | 'copy_batches' | 'upsert' | 'minimal' | 'minimal_unnest' | 'apply';
 const VARIANTS: Record<Variant, (pool: Pool) => Promise<number>> = {
   async copy(pool) {
@@ -263,21 +230,15 @@ const VARIANTS: Record<Variant, (pool: Pool) => Promise<number>> = {
       await nextOffset(c, b);
     });
   },
-  async apply(pool) {
+  apply(pool) {
     const options = { groupId: 'bench-floor', outbox: true, hourlyRetentionDays: 100, clusterId: 'bench' };
-    const queue = [...batches];
-    const t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        const client = timed(await pool.connect());
-        try {
-          for (let b = queue.shift(); b; b = queue.shift()) await applyBatch(client, 'listing', b, options);
-        } finally {
-          client.release();
-        }
-      }),
+    return concurrently(
+      pool,
+      async (c, b) => {
+        await applyBatch(c, 'listing', b, options);
+      },
+      true,
     );
-    return (performance.now() - t0) / 1000;
   },
 };
 
@@ -287,6 +248,8 @@ for (let run = 0; run < args.runs; run++) {
   const r: Record<string, number> = {};
   for (const v of order) {
     const pool = await freshSchema(databaseUrl, SCHEMA, CONCURRENCY + 1, 'bench-ingest-floor');
+    // Wall time per statement (several connections at once), printed after the variant.
+    const sql = sqlProfile(pool);
     const busy0 = machineBusySeconds();
     const node0 = process.cpuUsage();
     r[v] = round(await VARIANTS[v](pool));
@@ -299,9 +262,10 @@ for (let run = 0; run < args.runs; run++) {
     if (rows[0]?.n !== events.length) throw new Error(`${v}: ${rows[0]?.n} rows of ${events.length}`);
     await pool.end();
     await dropSchema(databaseUrl, SCHEMA);
-    for (const [what, t] of [...byStatement].sort((x, y) => y[1].ms - x[1].ms).slice(0, 8))
-      console.log(`    ${(t.ms / t.calls).toFixed(1).padStart(7)} ms × ${String(t.calls).padStart(3)}  ${what}`);
-    byStatement.clear();
+    for (const t of sql.top(8))
+      console.log(
+        `    ${(t.ms / t.calls).toFixed(1).padStart(7)} ms × ${String(t.calls).padStart(3)}  ${t.statement.slice(0, 60)}`,
+      );
     console.log(
       `run ${run + 1} ${v.padEnd(12)} ${r[v]?.toFixed(2)} s  ratio ${round((r.copy ?? NaN) / (r[v] ?? NaN))}  CPU-s: machine ${r[`${v}_machine_cpu_s`]}, bench ${r[`${v}_bench_cpu_s`]}`,
     );

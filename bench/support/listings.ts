@@ -3,7 +3,8 @@
  * the simulator's model (no HTTP): the benchmarks' input data.
  */
 import { exteriorOfName, flagsOfName, type Market } from '@skinprices/domain';
-import type { ListingEvent } from '@skinprices/events';
+import type { ConsumedBatch, ListingEvent } from '@skinprices/events';
+import type { MaterializedKind } from '@skinprices/materializer';
 import { formatMinor, type MarketModel } from '@skinprices/simulator';
 
 export function snapshotListings(model: MarketModel, market: Market, at: number, cycleId: string): ListingEvent[] {
@@ -25,4 +26,28 @@ export function snapshotListings(model: MarketModel, market: Market, at: number,
       cycle_id: cycleId,
     };
   });
+}
+
+/**
+ * A consumed batch of listing events as the materializer's consumer hands it over: one partition,
+ * offsets from `firstOffset`, keys as the pollers send them, the high watermark just past it.
+ */
+export function listingBatch(
+  topic: string,
+  partition: number,
+  firstOffset: number,
+  events: readonly ListingEvent[],
+): ConsumedBatch<MaterializedKind> {
+  return {
+    topic,
+    partition,
+    messages: events.map((value, i) => ({
+      topic,
+      partition,
+      offset: String(firstOffset + i),
+      key: `${value.market}|${value.market_hash_name}|${value.phase}`,
+      value,
+    })),
+    highWatermark: String(firstOffset + events.length),
+  };
 }
