@@ -192,7 +192,14 @@ summary.derive_seconds = r.materialize.derive_seconds ?? null;
 summary.materialize_write_set_ratio = r.materialize.materialize_write_set_ratio ?? null;
 summary.targets_met = Object.fromEntries(ROWS.map((row) => [row.key, met(row) ?? null]));
 summary.failed = failed;
-summary.measured_at = new Date().toISOString();
+// When the newest of the benches' own results was measured: a summary regenerated with
+// `--only none` (after editing bottlenecks.md, say) must not claim a measurement of its own.
+summary.measured_at =
+  BENCHES.map((b) => r[b] as Record<string, unknown>)
+    .map((res) => res.measured_at)
+    .filter((at): at is string => typeof at === 'string')
+    .sort()
+    .at(-1) ?? new Date().toISOString();
 writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(summary, null, 2)}\n`);
 
 const lines = [
