@@ -136,8 +136,8 @@ const hourlyRows = events.map((e) => candle(e, new Date(Math.floor(e.observed_at
 const dailyRows = priced.map((e) => candle(e, new Date(startOfUtcDay(e.observed_at)).toISOString().slice(0, 10)));
 
 // Three listings batches at once beside two of the other kinds, the derive path and the lock, as
-// the materializer's defaults take them (DB_POOL_SIZE 10 less the outbox and the export).
-const freshSchema = (name: string) => freshSchemaOf(databaseUrl, name, 8, 'bench');
+// the materializer's defaults take them (DB_POOL_SIZE 11 less the outbox and the export).
+const freshSchema = (name: string) => freshSchemaOf(databaseUrl, name, 9, 'bench');
 const dropSchema = (name: string) => dropSchemaOf(databaseUrl, name);
 
 /**

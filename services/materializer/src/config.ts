@@ -40,7 +40,7 @@ export const materializerConfigSchema = z
     CONSUME_CONCURRENCY: intFromEnv(1, 32)
       .default(2)
       .describe(
-        "the other kinds' partitions applied at once (buy orders, sales, history …), each in its own transaction (DB_POOL_SIZE must exceed it and CONSUME_LISTINGS_CONCURRENCY together by 5)",
+        "the other kinds' partitions applied at once (buy orders, sales, history …), each in its own transaction (DB_POOL_SIZE must exceed it and CONSUME_LISTINGS_CONCURRENCY together by 6)",
       ),
     CONSUME_LISTINGS_CONCURRENCY: intFromEnv(1, 32)
       .default(3)
@@ -60,19 +60,22 @@ export const materializerConfigSchema = z
         'listings first (priority.ts): records behind in a listings partition (or its records waiting > 1 s) that pause the other data topics until the listings catch up, at most 15 s at a time; e.g. 2000. 0 (the default until a benchmark shows it helps): never paused',
       ),
     DB_POOL_SIZE: intFromEnv(1, 100)
-      .default(10)
-      .describe('PostgreSQL connections: ingest batches, the derive path, the schema lock, heartbeat, outbox, export'),
+      .default(11)
+      .describe(
+        'PostgreSQL connections: ingest batches, the derive path and its table upkeep, the schema lock, heartbeat, outbox, export',
+      ),
     HEARTBEAT_INTERVAL_MS: intFromEnv(1_000, 60_000)
       .default(5_000)
       .describe('how often this process writes its materializer_heartbeat row (state, lag) for /v1/status'),
     METRICS_HOST: z.string().default('127.0.0.1').describe('where /metrics listens'),
     METRICS_PORT: intFromEnv(0, 65535).optional().describe('Prometheus /metrics port; unset: no endpoint'),
   })
-  .refine((c) => c.CONSUME_CONCURRENCY + c.CONSUME_LISTINGS_CONCURRENCY + 5 <= c.DB_POOL_SIZE, {
-    // Beside the batches: the schema lock, the derive path, the heartbeat, the outbox publisher and
-    // the export scheduler each hold or take one; a batch waiting for a connection holds up its
+  .refine((c) => c.CONSUME_CONCURRENCY + c.CONSUME_LISTINGS_CONCURRENCY + 6 <= c.DB_POOL_SIZE, {
+    // Beside the batches: the schema lock, the derive path, its table upkeep (deriver.ts: where
+    // the server's autovacuum is off), the heartbeat, the outbox publisher and the export
+    // scheduler each hold or take one; a batch waiting for a connection holds up its
     // partition, and the others would wait out DB_ACQUIRE_TIMEOUT_MS.
-    message: 'DB_POOL_SIZE must be at least CONSUME_CONCURRENCY + CONSUME_LISTINGS_CONCURRENCY + 5',
+    message: 'DB_POOL_SIZE must be at least CONSUME_CONCURRENCY + CONSUME_LISTINGS_CONCURRENCY + 6',
     path: ['DB_POOL_SIZE'],
   });
 export type MaterializerConfig = z.infer<typeof materializerConfigSchema>;

@@ -174,18 +174,21 @@ const UPKEEP_INTERVALS = 15;
 
 /**
  * The tables of this schema autovacuum would vacuum or analyze now by its default thresholds
- * (autovacuum_vacuum_threshold 50, _scale_factor 0.2; _analyze_threshold 50, _scale_factor 0.1),
- * and none where the server's autovacuum is on. reltuples is -1 before a table's first VACUUM or
+ * (autovacuum_vacuum_threshold 50, _scale_factor 0.2; the inserts' 1000 and 0.2, since
+ * PostgreSQL 13, which set an append-only table's visibility map and freeze it early;
+ * _analyze_threshold 50, _scale_factor 0.1), and none where the server's autovacuum is on. reltuples is -1 before a table's first VACUUM or
  * ANALYZE.
  */
 const UPKEEP_DUE = `
-  SELECT s.relname AS name, s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0) AS vacuum,
-         s.n_dead_tup AS dead, s.n_live_tup AS live
-  FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
-  WHERE s.schemaname = current_schema() AND NOT current_setting('autovacuum')::boolean
-    AND (s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0)
-         OR s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0))
-  ORDER BY s.n_dead_tup DESC`;
+  WITH t AS (
+    SELECT s.relname AS name, s.n_dead_tup AS dead, s.n_live_tup AS live,
+           s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0)
+             OR s.n_ins_since_vacuum > 1000 + 0.2 * greatest(c.reltuples, 0) AS vacuum,
+           s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0) AS stale
+    FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+    WHERE s.schemaname = current_schema() AND NOT current_setting('autovacuum')::boolean
+  )
+  SELECT name, vacuum, dead, live FROM t WHERE vacuum OR stale ORDER BY dead DESC`;
 
 /** The advisory lock key of a schema's derive path (one deriver at a time). */
 const DERIVE_LOCK = `hashtext('skinprices-derive:' || current_schema())`;
@@ -213,6 +216,8 @@ export class Deriver {
   private upkeepAnnounced = false;
   /** The upkeep running on a connection of its own, if any. */
   private upkeeping: Promise<void> | undefined;
+  /** Its backend, while it tends tables: stop() cancels what it runs. */
+  private upkeepPid: number | undefined;
 
   constructor(
     private readonly options: DeriverOptions,
@@ -255,6 +260,10 @@ export class Deriver {
     this.state = 'stopping';
     if (this.timer) clearInterval(this.timer);
     await this.running;
+    // A VACUUM at cost limits can take tens of seconds: cancelled, not waited out (it is
+    // upkeep; the next start looks again).
+    if (this.upkeepPid !== undefined)
+      await this.deps.pool.query('SELECT pg_cancel_backend($1)', [this.upkeepPid]).catch(() => undefined);
     await this.upkeeping;
     this.state = 'stopped';
   }
@@ -295,13 +304,20 @@ export class Deriver {
        WHERE s.schemaname = current_schema() AND s.relname IN ('listings_current', 'listing_daily', 'item_markets')
          AND s.n_mod_since_analyze > 1000 + greatest(c.reltuples, 0)`,
     );
-    for (const { name } of rows) await client.query(`ANALYZE ${name}`);
+    // SKIP_LOCKED: a table the upkeep is analyzing or vacuuming at cost limits is left to it
+    // (the next round looks again) rather than waited for with the markers behind.
+    for (const { name } of rows) await client.query(`ANALYZE (SKIP_LOCKED) ${name}`);
+  }
+
+  private stopping(): boolean {
+    return this.state === 'stopping' || this.state === 'stopped';
   }
 
   /**
    * Where the server's autovacuum is off, what it would have done for this schema's tables, by its
-   * default thresholds: VACUUM a table whose dead rows passed 20% (+50), ANALYZE one whose changes
-   * since its statistics passed 10% (+50). Started after a round's work, at most every
+   * default thresholds: VACUUM a table whose dead rows passed 20% (+50) or whose rows inserted
+   * since its last VACUUM did (+1000), ANALYZE one whose changes since its statistics passed 10%
+   * (+50). Started after a round's work, at most every
    * UPKEEP_INTERVALS, on a connection of its own, and not while ingest is far behind
    * (BACKLOG_DEFERS): in a first version that ran in the round, while a cold start's tables were
    * analyzed at cost limits, markers waited (cold 43.2 / 46.5 s against 35.7 / 37.9 s, ABBA).
@@ -340,12 +356,19 @@ export class Deriver {
     }
     try {
       const { rows } = await client.query<{ name: string; vacuum: boolean; dead: string; live: string }>(UPKEEP_DUE);
-      if (rows.length > 0) await this.tend(client, rows);
+      if (rows.length > 0) {
+        const { rows: me } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+        this.upkeepPid = me[0]?.pid;
+        await this.tend(client, rows);
+      }
     } catch (err) {
-      // Upkeep only: the next interval tries again.
-      this.deps.logger.warn({ err }, 'table upkeep failed; trying again later');
+      // Upkeep only: the next interval tries again (a stop cancels it on purpose).
+      if (!this.stopping()) this.deps.logger.warn({ err }, 'table upkeep failed; trying again later');
     } finally {
-      client.release();
+      this.upkeepPid = undefined;
+      // Stopping: the connection is closed, not pooled again, so stop()'s cancel can never reach
+      // a statement of someone else's.
+      client.release(this.stopping());
     }
   }
 
@@ -363,7 +386,7 @@ export class Deriver {
     await client.query(`SET vacuum_cost_delay = '2ms'`);
     try {
       for (const { name, vacuum, dead, live } of rows) {
-        if (this.state === 'stopping' || this.state === 'stopped') break;
+        if (this.stopping()) break;
         const t0 = performance.now();
         await client.query(
           vacuum
