@@ -8,7 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import { generateCatalogue, formatMinor, MarketModel } from '@skinprices/simulator';
-import { SegmentedList, type ListRow, type RowChange } from '@skinprices/api';
+import { ROWS_PER_SEGMENT, SegmentedList, type ListRow, type RowChange } from '@skinprices/api';
 
 const { values } = parseArgs({ options: { size: { type: 'string', default: '35000' } } });
 const AT = Date.UTC(2026, 10, 20, 12);
@@ -79,4 +79,21 @@ for (const n of [10, 100, 900, 3_600]) {
   console.log(
     `patch of ${n} rows: ${median(wall).toFixed(0)} ms wall, ${median(cpu).toFixed(0)} ms CPU, body ${list.body.headGzip.length} bytes gzip`,
   );
+}
+// A slice of liquidity scores (list-body.ts FIELD_SEGMENTS): every row of `segments` segments
+// gets a new score, as after a derive round that moved the whole catalogue's.
+for (const segments of [4, 12, 24]) {
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  for (let rep = 0; rep < 7; rep++) {
+    const fields = rows
+      .slice(0, segments * ROWS_PER_SEGMENT)
+      .map((r) => ({ key: r.key, fields: { liquidity: decimal(100) } }));
+    const [w, c] = await timed(async () => {
+      if (!(await list.patch([], fields))) throw new Error('patch refused');
+    });
+    wall.push(w);
+    cpu.push(c);
+  }
+  console.log(`scores of ${segments} segments: ${median(wall).toFixed(0)} ms wall, ${median(cpu).toFixed(0)} ms CPU`);
 }

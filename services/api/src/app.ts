@@ -292,11 +292,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // (~20 ms of PostgreSQL at 35,000 rows) and runs ahead of requests, and this wait is most of
     // the way from a commit to the answer (issue 12: p99 ≤ 2 s from the poll).
     500,
-    (list, how, seconds, rows) => {
+    (list, how, seconds, rows, detail) => {
       metrics.listRefresh.observe({ how }, seconds);
       metrics.listRefreshRows.observe({ how }, rows);
       // A refresh this slow holds every price change of its list back: worth a line of its own.
-      if (seconds > 1) deps.logger.info({ list, how, seconds, rows }, 'slow list body refresh');
+      if (seconds > 1) deps.logger.info({ list, how, seconds, rows, ...detail }, 'slow list body refresh');
     },
     deps.derived && {
       version: () => (deps.derived?.scores ?? deps.derived?.version)?.() ?? 0,

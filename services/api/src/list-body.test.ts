@@ -8,6 +8,7 @@ import {
   SegmentedList,
   type ListRow,
   type ListSource,
+  type PatchDetail,
   SharedFieldReads,
   type FieldRead,
   type RowChange,
@@ -380,15 +381,25 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
         return { snapshot: String(++snapshots), changes };
       },
     };
+    /** What each patch told the observer: where its time went (PatchDetail). */
+    const details: PatchDetail[] = [];
     const cache = new ListBodyCache(
       () => tags + derived,
       () => 0,
       0,
-      undefined,
+      (_name, how, seconds, _rows, detail) => {
+        if (how !== 'patch') return;
+        expect(detail).toBeDefined();
+        const d = detail as PatchDetail;
+        // The parts are measured one after another inside the refresh: never more than it took.
+        expect(d.readSeconds + d.fieldsSeconds + d.patchSeconds).toBeLessThanOrEqual(seconds + 1e-6);
+        details.push(d);
+      },
       { version: () => derived, lagMs },
     );
     return {
       cache,
+      details,
       log,
       get: () => cache.get('prices:x', source, true),
       rows,
@@ -454,6 +465,11 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     // The first slice is in: 24 segments of rows carry the new score, the rest not yet.
     expect(first.split('"2.00"').length - 1).toBe(24 * 256);
     expect(f.cache.stats.patches).toBe(1);
+    // The observer was told where the time went: the scores were read, then 24 segments patched.
+    expect(f.details).toHaveLength(1);
+    expect(f.details[0]).toMatchObject({ scoreSegments: 24 });
+    expect(f.details[0]?.fieldsSeconds).toBeGreaterThan(0);
+    expect(f.details[0]?.patchSeconds).toBeGreaterThan(0);
     // Row 7,000 (second slice) moves, price and score, after the round was read: the row read
     // next shows its newer score, and the round's older one must not be written over it.
     f.score([7_000], '3.00');

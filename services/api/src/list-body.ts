@@ -470,8 +470,29 @@ export interface LiquidityLag {
  */
 export type RefreshHow = 'patch' | 'first' | 'reset' | 'refused';
 
-/** Told of every refresh: how, how long it took, and how many rows the read returned. */
-export type RefreshObserver = (name: string, how: RefreshHow, seconds: number, rows: number) => void;
+/**
+ * Where a patch's time went, for a slow refresh's log line: on a loaded machine it is mostly the
+ * reads, not the recompression (bench/bottlenecks.md, Freshness).
+ */
+export interface PatchDetail {
+  /** Reading the rows written since the last read (ListSource.since), seconds. */
+  readSeconds: number;
+  /** Reading the scores (ListSource.fields, perhaps a read shared with other lists), seconds; 0: not read. */
+  fieldsSeconds: number;
+  /** Applying and recompressing (SegmentedList.patch), seconds. */
+  patchSeconds: number;
+  /** Segments the patch's slice of scores touched (FIELD_SEGMENTS at most). */
+  scoreSegments: number;
+}
+
+/** Told of every refresh: how, how long it took, how many rows the read returned, and a patch's detail. */
+export type RefreshObserver = (
+  name: string,
+  how: RefreshHow,
+  seconds: number,
+  rows: number,
+  detail?: PatchDetail,
+) => void;
 
 /**
  * After a refresh, a list waits at least this many times as long as it took (VersionedCache): at
@@ -636,6 +657,7 @@ export class ListBodyCache {
       // A fields read shared with other lists must have started after this read of the rows, so
       // that it is newer than they are (SharedFieldReads).
       const rowsRead = performance.now();
+      let fieldsRead = rowsRead;
       // A row read now shows its fields as of this read: newer than those read before it.
       const pending = new Map(previous.pending);
       for (const c of changes) pending.delete(c.key);
@@ -647,18 +669,25 @@ export class ListBodyCache {
       const due = lagMs === undefined || (moved && Date.now() - liquidity.at >= lagMs);
       if (source.fields && pending.size === 0 && due) {
         const read = await source.fields(liquidity.snapshot, rowsRead);
+        fieldsRead = performance.now();
         const placed = new Set(changes.map((c) => c.key));
         // Read after the rows: newer than theirs, so they apply to this patch's rows too.
         for (const c of read.changes) if (list.has(c.key) || placed.has(c.key)) pending.set(c.key, c);
         liquidity = { snapshot: read.snapshot, at: Date.now(), derived };
       }
-      const slice = fieldSlice(list, pending);
+      const { slice, segments } = fieldSlice(list, pending);
+      const patchStarted = performance.now();
       if (await list.patch(changes, slice)) {
         for (const c of slice) pending.delete(c.key);
         this.refreshes.patches++;
         this.refreshes.rowsPatched += changes.length + slice.length;
         this.refreshes.rowsUnchanged += list.lastUnchanged;
-        this.observe(name, 'patch', took(), changes.length + slice.length);
+        this.observe(name, 'patch', took(), changes.length + slice.length, {
+          readSeconds: (rowsRead - started) / 1000,
+          fieldsSeconds: (fieldsRead - rowsRead) / 1000,
+          patchSeconds: (performance.now() - patchStarted) / 1000,
+          scoreSegments: segments,
+        });
         // The next slice as soon as the list may refresh again (minAgeMs, a slice's own cost).
         if (pending.size > 0) this.owe(name, Date.now());
         // Moved and not read (not due yet): read once they are, even if nothing else moves.
@@ -702,10 +731,14 @@ export class ListBodyCache {
 }
 
 /**
- * The field changes of at most FIELD_SEGMENTS of the list's segments, in the order they were read;
- * those of keys the list does not hold yet (rows this patch places) come along.
+ * The field changes of at most FIELD_SEGMENTS of the list's segments, in the order they were read,
+ * and how many segments they touch; those of keys the list does not hold yet (rows this patch
+ * places) come along.
  */
-function fieldSlice(list: SegmentedList, pending: ReadonlyMap<string, FieldChange>): FieldChange[] {
+function fieldSlice(
+  list: SegmentedList,
+  pending: ReadonlyMap<string, FieldChange>,
+): { slice: FieldChange[]; segments: number } {
   const slice: FieldChange[] = [];
   const segments = new Set<number>();
   for (const c of pending.values()) {
@@ -716,7 +749,7 @@ function fieldSlice(list: SegmentedList, pending: ReadonlyMap<string, FieldChang
     }
     slice.push(c);
   }
-  return slice;
+  return { slice, segments: segments.size };
 }
 
 /*
