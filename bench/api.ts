@@ -223,7 +223,7 @@ const rss = rssMb(api.pid as number);
 console.log(`api RSS with full caches: ${rss} MB`);
 
 const med = (pick: (r: Run) => number) => median(runs.map(pick));
-writeResult(args.out, {
+await writeResult(args.out, {
   what: 'GET /v1/prices/cn-a (gzip, full list) on the API vs nginx serving the identical bytes; p99 of POST latest (100 items), search, history; RSS',
   machine:
     '2 cores; PostgreSQL, the API (one Node process), nginx (one worker) and wrk (2 threads) on the same machine',

@@ -154,7 +154,7 @@ for (let run = 0; run < args.runs; run++) {
   );
 }
 await dropSchema(databaseUrl, SCHEMA);
-writeResult(args.out, {
+await writeResult(args.out, {
   what: 'one small listings batch through applyBatch (a burst: the next bucket’s changed rows of every listing marketplace, in turn)',
   machine: '2 cores; PostgreSQL and the benchmark on the same machine',
   catalogue_names: args.size,

@@ -273,7 +273,7 @@ for (let run = 0; run < args.runs; run++) {
   runs.push(r);
 }
 const med = (v: string) => median(runs.map((r) => r[v] as number));
-writeResult(args.out, {
+await writeResult(args.out, {
   what: 'the ingest path’s floor: item 1’s minimal path and the real one against a raw COPY, PostgreSQL only, same events and batches',
   machine: '2 cores; PostgreSQL and the benchmark on the same machine (Kafka idle)',
   catalogue_names: args.size,

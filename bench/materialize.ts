@@ -319,7 +319,7 @@ for (let run = 0; run < runs; run++) {
 
 const mat = median(measured.map((m) => m.materialize_seconds));
 const copy = median(measured.map((m) => m.copy_seconds));
-writeResult(args.out, {
+await writeResult(args.out, {
   what: 'Kafka → PostgreSQL ingest path: one FULL listings cycle of every listing marketplace (then the derive path applies its markers, timed apart)',
   limit: 'raw COPY of the same rows into the same empty listings_current table, rows in memory',
   machine: '2 cores; Kafka, registry, PostgreSQL and the benchmark on the same machine',

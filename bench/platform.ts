@@ -606,7 +606,7 @@ for (let run = 0; run < args.runs; run++) {
   );
 }
 
-writeResult(args.out, {
+await writeResult(args.out, {
   what: 'make run at full size: cold catalogue to API-visible; single price changes from the poll that sees them to GET /v1/prices/{market}',
   machine:
     '2 cores; Kafka, registry, PostgreSQL, simulator, 14 pollers, materializer, API and the benchmark on one machine',

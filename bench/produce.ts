@@ -138,7 +138,7 @@ async function producerPerformance(topic: string, records: number, size: number,
 
 const ours = median(runs.map((r) => r.ours_records_per_s));
 const theirs = median(runs.map((r) => r.theirs_records_per_s));
-writeResult(args.out, {
+await writeResult(args.out, {
   what: "the poller's produce path (Avro encode, keyed, idempotent, acks=all, one send per 500-event page)",
   limit: 'Kafka ProducerPerformance, same broker, partitions, record size, acks, idempotence, in-flight, batch size',
   catalogue_names: args.size,

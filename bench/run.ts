@@ -10,9 +10,10 @@
  * Needs `make up`, nginx and wrk (`apt-get install -y nginx-light wrk`).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { writeFormatted } from './support/format.js';
 
 const { values } = parseArgs({
   options: {
@@ -200,7 +201,7 @@ summary.measured_at =
     .filter((at): at is string => typeof at === 'string')
     .sort()
     .at(-1) ?? new Date().toISOString();
-writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(summary, null, 2)}\n`);
+await writeFormatted(join(outDir, 'results.json'), `${JSON.stringify(summary, null, 2)}\n`);
 
 const lines = [
   '# Benchmark results',
@@ -222,6 +223,6 @@ const lines = [
 ];
 // The bottleneck analysis is written by people (with the profiles it cites), not generated.
 if (!smoke && existsSync('bench/bottlenecks.md')) lines.push(readFileSync('bench/bottlenecks.md', 'utf8'));
-writeFileSync(join(outDir, 'results.md'), `${lines.join('\n')}\n`);
+await writeFormatted(join(outDir, 'results.md'), `${lines.join('\n')}\n`);
 console.log(`\n${lines.slice(6, 8 + ROWS.length).join('\n')}\n\nwrote ${join(outDir, 'results.md')} and results.json`);
 process.exit(failed.length ? 1 : 0);

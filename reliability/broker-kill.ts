@@ -456,6 +456,6 @@ try {
     kafkaSh('stop');
   }
   result.seconds = Number(((Date.now() - began) / 1000).toFixed(1));
-  writeScenario(args, result);
+  await writeScenario(args, result);
 }
 process.exit(0);

@@ -163,6 +163,6 @@ try {
   if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await stack.cleanup().catch((err: unknown) => errors.push(`clean-up: ${message(err)}`));
   result.seconds = Number(((Date.now() - began) / 1000).toFixed(1));
-  writeScenario(args, result);
+  await writeScenario(args, result);
 }
 process.exit(0);

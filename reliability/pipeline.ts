@@ -355,6 +355,6 @@ try {
   result.api_stops = await Promise.all(apis.map((a) => a.stop(grace).catch((err: unknown) => message(err))));
   await stack.cleanup().catch((err: unknown) => errors.push(`clean-up: ${message(err)}`));
   (result.seconds as Record<string, number>).cleanup = Number(((Date.now() - cleaning) / 1000).toFixed(1));
-  writeScenario(args, result);
+  await writeScenario(args, result);
 }
 process.exit(0);

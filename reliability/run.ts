@@ -14,13 +14,13 @@
  * Needs `make up`. Only loopback targets.
  */
 import { spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { MARKETS } from '@skinprices/domain';
 import { FAULT_KINDS } from '@skinprices/simulator';
-import { format, resolveConfig } from 'prettier';
 import { scenarioSeed } from './support/harness.js';
+import { writeFormatted } from '../bench/support/format.js';
 
 const { values } = parseArgs({
   options: {
@@ -247,15 +247,11 @@ summary.skipped = skipped.map((s) => `${s}: not in the smoke run (a three-node c
 summary.failed = failed;
 summary.measured_at = reportOnly ? (previous.measured_at ?? null) : new Date().toISOString();
 summary.seconds = reportOnly ? (previous.seconds ?? null) : Math.round((Date.now() - started) / 1000);
-/** Written as `prettier --check` (part of `make lint`) wants the committed files. */
-async function writePretty(path: string, text: string): Promise<void> {
-  writeFileSync(path, await format(text, { ...((await resolveConfig(path)) ?? {}), filepath: path }));
-}
-await writePretty(join(outDir, 'results.json'), JSON.stringify(summary));
+await writeFormatted(join(outDir, 'results.json'), JSON.stringify(summary));
 // The raw results too: they are committed beside the summary.
 for (const sc of SCENARIOS) {
   const path = join(outDir, 'results', `${sc.name}.json`);
-  if (existsSync(path)) await writePretty(path, readFileSync(path, 'utf8'));
+  if (existsSync(path)) await writeFormatted(path, readFileSync(path, 'utf8'));
 }
 
 // Table cells: one line, no pipes, and control bytes (the fuzzer's NULs) written as escapes.
@@ -345,7 +341,7 @@ const invented = [
 ];
 if (invented.length)
   lines.push('Zero or invented prices (first few):', '', ...invented.map((e) => `- ${cell(JSON.stringify(e))}`), '');
-await writePretty(join(outDir, 'results.md'), lines.join('\n'));
+await writeFormatted(join(outDir, 'results.md'), lines.join('\n'));
 
 console.log(
   `\n${ROWS.map((row) => `${row.key.padEnd(24)} ${show(summary[row.key]).padEnd(12)} ${held[row.key] === null ? '-' : held[row.key] ? 'held' : 'FAILED'}`).join('\n')}`,

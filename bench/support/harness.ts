@@ -3,7 +3,7 @@
  * statistics, child processes that die with the benchmark, RSS, wrk and nginx.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -12,6 +12,7 @@ import { waitForUrl } from '@skinprices/runtime';
 import { MIGRATIONS_DIR } from '@skinprices/materializer';
 import { createPool, ensureSchema, migrate, type Pool } from '@skinprices/store';
 import { nodeArgs } from '../../infra/local/supervisor.js';
+import { writeFormatted } from './format.js';
 
 export interface BenchArgs {
   /** Catalogue names (35,000 is the real catalogue). */
@@ -88,9 +89,8 @@ export const percentile = (xs: readonly number[], p: number): number => {
 
 export const round = (x: number, digits = 3): number => Number(x.toFixed(digits));
 
-export function writeResult(path: string, result: object): void {
-  mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, `${JSON.stringify({ ...result, measured_at: new Date().toISOString() }, null, 2)}\n`);
+export function writeResult(path: string, result: object): Promise<void> {
+  return writeFormatted(path, `${JSON.stringify({ ...result, measured_at: new Date().toISOString() }, null, 2)}\n`);
 }
 
 const children = new Set<ChildProcess>();

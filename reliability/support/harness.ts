@@ -141,8 +141,8 @@ export async function freePort(): Promise<number> {
 }
 
 /** Writes the scenario's result (with its seed and mode) and prints one line. */
-export function writeScenario(args: ChaosArgs, result: Record<string, unknown>): void {
-  writeResult(args.out, { mode: args.smoke ? 'smoke' : 'full', seed: args.seed, ...result });
+export async function writeScenario(args: ChaosArgs, result: Record<string, unknown>): Promise<void> {
+  await writeResult(args.out, { mode: args.smoke ? 'smoke' : 'full', seed: args.seed, ...result });
   console.log(`wrote ${args.out}`);
 }
 
