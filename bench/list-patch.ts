@@ -62,38 +62,35 @@ const list = await SegmentedList.build(rows);
 console.log(
   `${rows.length} rows, build ${buildWall.toFixed(0)} ms wall, ${buildCpu.toFixed(0)} ms CPU, ${list.body.headGzip.length} bytes gzip`,
 );
-for (const n of [10, 100, 900, 3_600]) {
+/** Medians of 7 patches, each made anew by `make` (its input is not timed): wall and CPU ms. */
+async function patches(make: () => Parameters<SegmentedList['patch']>): Promise<string> {
   const wall: number[] = [];
   const cpu: number[] = [];
   for (let rep = 0; rep < 7; rep++) {
-    const changes: RowChange[] = Array.from({ length: n }, () => {
-      const i = Math.floor(Math.random() * rows.length);
-      return { key: (rows[i] as ListRow).key, json: rowJson(i, Date.now()) };
-    });
+    const args = make();
     const [w, c] = await timed(async () => {
-      if (!(await list.patch(changes))) throw new Error('patch refused');
+      if (!(await list.patch(...args))) throw new Error('patch refused');
     });
     wall.push(w);
     cpu.push(c);
   }
-  console.log(
-    `patch of ${n} rows: ${median(wall).toFixed(0)} ms wall, ${median(cpu).toFixed(0)} ms CPU, body ${list.body.headGzip.length} bytes gzip`,
-  );
+  return `${median(wall).toFixed(0)} ms wall, ${median(cpu).toFixed(0)} ms CPU`;
+}
+for (const n of [10, 100, 900, 3_600]) {
+  const took = await patches(() => [
+    Array.from({ length: n }, (): RowChange => {
+      const i = Math.floor(Math.random() * rows.length);
+      return { key: (rows[i] as ListRow).key, json: rowJson(i, Date.now()) };
+    }),
+  ]);
+  console.log(`patch of ${n} rows: ${took}, body ${list.body.headGzip.length} bytes gzip`);
 }
 // A slice of liquidity scores (list-body.ts FIELD_SEGMENTS): every row of `segments` segments
 // gets a new score, as after a derive round that moved the whole catalogue's.
 for (const segments of [4, 12, 24]) {
-  const wall: number[] = [];
-  const cpu: number[] = [];
-  for (let rep = 0; rep < 7; rep++) {
-    const fields = rows
-      .slice(0, segments * ROWS_PER_SEGMENT)
-      .map((r) => ({ key: r.key, fields: { liquidity: decimal(100) } }));
-    const [w, c] = await timed(async () => {
-      if (!(await list.patch([], fields))) throw new Error('patch refused');
-    });
-    wall.push(w);
-    cpu.push(c);
-  }
-  console.log(`scores of ${segments} segments: ${median(wall).toFixed(0)} ms wall, ${median(cpu).toFixed(0)} ms CPU`);
+  const took = await patches(() => [
+    [],
+    rows.slice(0, segments * ROWS_PER_SEGMENT).map((r) => ({ key: r.key, fields: { liquidity: decimal(100) } })),
+  ]);
+  console.log(`scores of ${segments} segments: ${took}`);
 }

@@ -8,8 +8,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { format, resolveConfig } from 'prettier';
 
+/** `text` as prettier formats a file at `path` (its parser by the extension). */
+export async function formatted(path: string, text: string): Promise<string> {
+  return format(text, { ...((await resolveConfig(path)) ?? {}), filepath: path });
+}
+
 export async function writeFormatted(path: string, text: string): Promise<void> {
-  const options = (await resolveConfig(path)) ?? {};
+  const pretty = await formatted(path, text);
   mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, await format(text, { ...options, filepath: path }));
+  writeFileSync(path, pretty);
 }

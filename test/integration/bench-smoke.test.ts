@@ -9,8 +9,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { format, resolveConfig } from 'prettier';
 import { describe, expect, it } from 'vitest';
+import { formatted } from '../../bench/support/format.js';
 
 describe('bench: make bench --smoke', () => {
   it('runs every benchmark and writes results.json and results.md with every headline number', async () => {
@@ -60,8 +60,7 @@ describe('bench: make bench --smoke', () => {
     expect(results.freshness_p50_s as number).toBeLessThanOrEqual(results.freshness_p99_s as number);
     // Written through prettier, as `make lint` checks it: table cells padded to their column.
     const written = readFileSync(join(out, 'results.md'), 'utf8');
-    const path = 'bench/results.md';
-    expect(written).toBe(await format(written, { ...((await resolveConfig(path)) ?? {}), filepath: path }));
+    expect(written).toBe(await formatted('bench/results.md', written));
     const md = written.replace(/ {2,}/g, ' ');
     expect(md).toContain('| what | target | measured (median) | ratio | met | detail |');
     expect(md.match(/^\| .* \| [≥≤] /gm)?.length).toBe(11);
