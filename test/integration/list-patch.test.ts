@@ -1,9 +1,9 @@
 /**
- * Patched list bodies against real PostgreSQL: "the rows changed since a snapshot" (the read
- * contract's row_age, migration 0012, against the snapshot's oldest running transaction) holds
- * every row the snapshot did not see whatever the order in which transactions commit, also those
- * written in a subtransaction, and a body kept by patches serves the same bytes as one rebuilt
- * from every row.
+ * Patched list bodies against real PostgreSQL: the change journal (materializer migration 0019)
+ * names exactly the rows whose served values changed since a position, in commit order whatever
+ * the order in which transactions began or wrote, also rows written under a savepoint; a rewrite
+ * with equal served values names nothing; and a body kept by patches serves the same bytes as one
+ * rebuilt from every row.
  */
 import { gunzipSync } from 'node:zlib';
 import { ListBodyCache, ReadModel, type ListSource } from '@skinprices/api';
@@ -43,28 +43,31 @@ describe('patched list bodies over the read model', () => {
       [name(i), price, MARKET],
     );
   const namesOf = (rows: { key: string }[]) => rows.map((r) => r.key.split('\u0000')[0]).sort();
-  /**
-   * The rows read since the snapshots `since` are `names` exactly when no transaction was running as
-   * each was taken (its xmin is its xmax: "xmin:xmax:xip"), else at least those: a transaction
-   * running anywhere in the cluster then (the schema registry shares it) makes the bound older,
-   * and a superset is what the read promises.
-   */
-  const expectNamed = (rows: { key: string }[], since: string[], names: number[]) => {
-    const wanted = names.map(name).sort();
-    if (since.every((snap) => snap.split(':')[0] === snap.split(':')[1])) expect(namesOf(rows)).toEqual(wanted);
-    else expect(namesOf(rows)).toEqual(expect.arrayContaining(wanted));
-  };
+  /** The rows (or field changes) read are those of `names`, exactly. */
+  const expectNamed = (rows: { key: string }[] | undefined, names: number[]) =>
+    expect(namesOf(rows ?? [])).toEqual(names.map(name).sort());
   const jsonOf = (rows: { key: string; json: string | null }[], i: number) =>
     rows.find((r) => r.key.startsWith(name(i)))?.json;
+  /** The changes since `position`, which the journal must still reach back to. */
+  const changesSince = async (position: string) => {
+    const r = await read.listingChanges(MARKET, position, () => true);
+    if (!r) throw new Error(`the journal no longer reaches back to ${position}`);
+    return r;
+  };
+  const scoresSince = async (position: string) => {
+    const r = await read.liquidityScores(position);
+    if (!r) throw new Error(`the journal no longer reaches back to ${position}`);
+    return r;
+  };
   /** The market's list as the API's route reads it (routes/listings.ts), without the fields read. */
   const source = (): ListSource => ({
     full: async () => {
       const r = await read.listingRows(MARKET);
-      return { snapshot: r.snapshot, rows: r.rows.map((x) => ({ key: x.key, json: x.json as string })) };
+      return { position: r.position, rows: r.rows.map((x) => ({ key: x.key, json: x.json as string })) };
     },
-    since: async (s) => {
-      const r = await read.listingRows(MARKET, s);
-      return { snapshot: r.snapshot, changes: r.rows };
+    since: async (s, known) => {
+      const r = await read.listingChanges(MARKET, s, known);
+      return r && { position: r.position, changes: r.rows };
     },
   });
   /** The body `cache` serves of `from`, as a client inflates it, never an outdated one. */
@@ -73,88 +76,113 @@ describe('patched list bodies over the read model', () => {
   /** The list serialised whole from every row. */
   const whole = async () => `{"data":${JSON.stringify(await read.marketListings(MARKET))}`;
 
-  it('names the rows committed since a snapshot, also those of a transaction that commits after it, and nothing older', async () => {
+  it('names exactly the rows changed since a position, in commit order, not in the order writes began', async () => {
     const first = await read.listingRows(MARKET);
     expect(first.rows).toHaveLength(ROWS);
-    expectNamed((await read.listingRows(MARKET, first.snapshot)).rows, [first.snapshot], []);
+    expectNamed((await changesSince(first.position)).rows, []);
 
-    // A transaction that has written before the next read's snapshot and commits after it.
+    // A transaction that writes before the next read and commits after it: its position is drawn
+    // at COMMIT, so it comes after the changes committed meanwhile, and the next read names it.
     const slow = await pool.connect();
     try {
       await slow.query('BEGIN');
       await setPrice(5, '555.55', slow);
       await setPrice(7, '777.77');
       await setPrice(9, null);
-      const second = await read.listingRows(MARKET, first.snapshot);
-      expectNamed(second.rows, [first.snapshot], [7, 9]);
-      expect(jsonOf(second.rows, 5) ?? '').not.toContain('555.55');
+      const second = await changesSince(first.position);
+      expectNamed(second.rows, [7, 9]);
       expect(second.rows.find((r) => r.key.startsWith(name(9)))?.json).toBeNull();
-      expect(second.rows.find((r) => r.key.startsWith(name(7)))?.json).toContain('"price":"777.77"');
+      expect(jsonOf(second.rows, 7)).toContain('"price":"777.77"');
       await slow.query('COMMIT');
-      // Its xid is older than the second snapshot's newest, but the snapshot did not see it. Rows
-      // of transactions not older than that snapshot's oldest running one come again (7 and 9: a
-      // superset, which the patch's digests drop), nothing older does.
-      const third = await read.listingRows(MARKET, second.snapshot);
-      expectNamed(third.rows, [second.snapshot], [5, 7, 9]);
+      const third = await changesSince(second.position);
+      expectNamed(third.rows, [5]);
       expect(jsonOf(third.rows, 5)).toContain('"price":"555.55"');
-      expectNamed((await read.listingRows(MARKET, third.snapshot)).rows, [third.snapshot], []);
+      expectNamed((await changesSince(third.position)).rows, []);
     } finally {
       slow.release();
     }
-    // A score written (the deriver's merge) is read on its own (api_liquidity_v1, migration 0018),
-    // not as the listing row: the listing rows' read does not name it.
+    // A rewrite that changes no served value (a repeated observation: its time and cycle only)
+    // names nothing, nor does VACUUM.
+    const quiet = await read.listingRows(MARKET);
+    await pool.query(`UPDATE listings_current SET observed_at = now(), cycle_id = 'again' WHERE market = $1`, [MARKET]);
+    await pool.query('VACUUM (FREEZE) listings_current');
+    expectNamed((await changesSince(quiet.position)).rows, []);
+
+    // A score written (the deriver's merge) is read on its own (api_liquidity_v1), not as the
+    // listing row: the listing rows' read does not name it.
     const before = await read.listingRows(MARKET);
-    const scoresBefore = await read.liquidityScores(before.snapshot);
     await pool.query(
       `INSERT INTO item_liquidity_score (market_hash_name, phase, score, as_of) VALUES ($1, '', 42.5, now())`,
       [name(11)],
     );
-    expectNamed((await read.listingRows(MARKET, before.snapshot)).rows, [before.snapshot], []);
-    const liquid = await read.liquidityScores(scoresBefore.snapshot);
-    expectNamed(liquid.changes, [scoresBefore.snapshot], [11]);
-    expect(liquid.changes.find((c) => c.key.startsWith(name(11)))?.fields).toEqual({ liquidity: '42.50' });
+    expectNamed((await changesSince(before.position)).rows, []);
+    const liquid = await scoresSince(before.position);
+    expectNamed(liquid.changes, [11]);
+    expect(liquid.changes[0]?.fields).toEqual({ liquidity: '42.50' });
     // The same key as the list's rows: the field lands on the row a full read shows with it.
     const full = await read.listingRows(MARKET);
     expect(jsonOf(full.rows, 11)).toContain('"liquidity":"42.50"');
     expect(full.rows.some((r) => r.key === liquid.changes[0]?.key)).toBe(true);
-    expectNamed((await read.liquidityScores(liquid.snapshot)).changes, [liquid.snapshot], []);
+    expectNamed((await scoresSince(liquid.position)).changes, []);
     // The score's inputs moving does not (migration 0013): only the score is shown.
     await pool.query(
       `INSERT INTO item_liquidity (market_hash_name, phase, listings, best_bid, score, as_of) VALUES ($1, '', 3, 12.5, 42.5, now())`,
       [name(11)],
     );
     await pool.query(`UPDATE item_liquidity SET listings = 4, best_bid = 13 WHERE market_hash_name = $1`, [name(11)]);
-    expectNamed((await read.liquidityScores(liquid.snapshot)).changes, [liquid.snapshot], []);
-    expectNamed((await read.listingRows(MARKET, liquid.snapshot)).rows, [liquid.snapshot], []);
-    // Rows frozen by VACUUM keep their old transaction ids: still nothing new.
-    const now = await read.listingRows(MARKET);
-    await pool.query('VACUUM (FREEZE) listings_current');
-    expectNamed((await read.listingRows(MARKET, now.snapshot)).rows, [now.snapshot], []);
+    expectNamed((await scoresSince(liquid.position)).changes, []);
+    // A score that goes (its item no longer listed anywhere) is named, as null.
+    await pool.query(`DELETE FROM item_liquidity_score WHERE market_hash_name = $1`, [name(11)]);
+    const gone = await scoresSince(liquid.position);
+    expect(gone.changes).toEqual([{ key: liquid.changes[0]?.key, fields: { liquidity: null } }]);
   });
 
-  it('names the rows of a subtransaction that was running at the snapshot, behind a later commit', async () => {
-    // Root cause: the ingest path writes its rows under a savepoint (poison.ts). A subtransaction's
-    // id is not among a snapshot's running ids, so once a transaction with a higher id had
-    // committed before the snapshot, pg_visible_in_snapshot called the running batch's rows seen,
-    // and the list never received those prices.
+  it('names the rows a batch wrote under a savepoint it released, and none of one it rolled back', async () => {
+    // The ingest path writes its rows under a savepoint (poison.ts) and rolls one back to isolate
+    // a record PostgreSQL refuses: only what commits is named.
     const first = await read.listingRows(MARKET);
     const batch = await pool.connect();
     try {
       await batch.query('BEGIN');
-      await batch.query('SELECT pg_current_xact_id()');
       await batch.query('SAVEPOINT poison_isolation');
       await setPrice(21, '21.21', batch);
       await batch.query('RELEASE SAVEPOINT poison_isolation');
+      await batch.query('SAVEPOINT poison_isolation');
+      await setPrice(22, '22.22', batch);
+      await batch.query('ROLLBACK TO SAVEPOINT poison_isolation');
       await setPrice(23, '23.23');
-      const second = await read.listingRows(MARKET, first.snapshot);
-      expectNamed(second.rows, [first.snapshot], [23]);
+      const second = await changesSince(first.position);
+      expectNamed(second.rows, [23]);
       await batch.query('COMMIT');
-      const third = await read.listingRows(MARKET, second.snapshot);
-      expect(namesOf(third.rows)).toContain(name(21));
+      const third = await changesSince(second.position);
+      expectNamed(third.rows, [21]);
       expect(jsonOf(third.rows, 21)).toContain('"price":"21.21"');
     } finally {
       batch.release();
     }
+  });
+
+  it('tells the caches which tags moved, and a reader whose position the journal no longer holds to read whole', async () => {
+    const start = await read.changedTags();
+    expect(start.tags).toBeUndefined();
+    await setPrice(31, '31.31');
+    await pool.query(`SELECT note_read_changes(ARRAY['buyorder:${MARKET}'])`);
+    const moved = await read.changedTags(start.position);
+    expect(moved.tags?.sort()).toEqual([`buyorder:${MARKET}`, `listing:${MARKET}`]);
+    expect((await read.changedTags(moved.position)).tags).toEqual([]);
+    // Retention pruned past the position: whole reads, for the lists and for the caches.
+    await pool.query(
+      `WITH gone AS (DELETE FROM read_changes RETURNING pos)
+       UPDATE read_change_state SET pruned_through = (SELECT max(pos) FROM gone)`,
+    );
+    await setPrice(32, '32.32');
+    expect(await read.listingChanges(MARKET, start.position, () => true)).toBeUndefined();
+    expect(await read.liquidityScores(start.position)).toBeUndefined();
+    expect((await read.changedTags(start.position)).tags).toBeUndefined();
+    expectNamed((await changesSince(moved.position)).rows, [32]);
+    // Another journal (a replay's new schema): the same.
+    const other = moved.position.replace(/^[^:]*/, 'another');
+    expect(await read.listingChanges(MARKET, other, () => true)).toBeUndefined();
   });
 
   it('serves, through patches, the bytes a body rebuilt from every row serves', async () => {
@@ -175,7 +203,7 @@ describe('patched list bodies over the read model', () => {
     expect(cache.stats.patches).toBe(5);
     expect(cache.stats.rebuilds).toBe(1);
     // Rows new to the list (priced again, or never seen) are placed after their predecessor as
-    // the database orders them, read in the same snapshot: still a patch.
+    // the database orders them, read in the same transaction: still a patch.
     await setPrice(0, '1.00');
     await setPrice(9, '9.00');
     await pool.query(
@@ -203,7 +231,7 @@ describe('patched list bodies over the read model', () => {
       ...source(),
       fields: async (s) => {
         const r = await read.liquidityScores(s);
-        log.push(`fields ${r.changes.length}`);
+        log.push(`fields ${r?.changes.length}`);
         return r;
       },
     });

@@ -23,4 +23,3 @@ export {
   type ReadContractV1,
   type ViewColumns,
 } from './read-contract.js';
-export { snapshotXminAgeSql, usableSnapshotAge } from './snapshot-age.js';

@@ -1,6 +1,7 @@
 /**
  * The read contract, version 1: the views of the read model the API may read (created by the
- * materializer's migration 0010_api_read_views_v1.sql, columns added by 0011 and 0012), each column with its PostgreSQL type and
+ * materializer's migration 0010_api_read_views_v1.sql; 0019 adds the change position and takes
+ * transaction internals out of the listings), each column with its PostgreSQL type and
  * whether it can be NULL. The API's queries are built with Kysely over `ReadContractV1`, the
  * TypeScript form of this table, so a column the API reads that the contract lacks (or reads as
  * the wrong type) fails the build; test/integration/read-contract.test.ts compares this table with
@@ -12,8 +13,7 @@
  */
 
 /** The column types the contract uses (format_type's names, without modifiers; timestamptz abbreviated). */
-export type PgType =
-  'text' | 'text[]' | 'integer' | 'bigint' | 'numeric' | 'boolean' | 'timestamptz' | 'jsonb' | 'bytea' | 'xid8';
+export type PgType = 'text' | 'text[]' | 'integer' | 'bigint' | 'numeric' | 'boolean' | 'timestamptz' | 'jsonb' | 'bytea';
 /** A column as a contract writes it: its type, with `?` when it can be NULL. */
 export type Column = PgType | `${PgType}?`;
 /** Relations (views or tables) → columns → Column. */
@@ -33,6 +33,8 @@ export const READ_CONTRACT_V1 = {
     template_id: 'bigint?',
     item_page_url: 'text?',
     observed_at: 'timestamptz',
+    /** When the price or count last changed (0019): the rows' `updated_at`. */
+    changed_at: 'timestamptz',
     change_24h: 'numeric?',
     change_7d: 'numeric?',
     change_30d: 'numeric?',
@@ -43,27 +45,21 @@ export const READ_CONTRACT_V1 = {
     liquidity: 'numeric?',
     is_outlier: 'boolean?',
     confidence: 'numeric?',
-    /**
-     * The transaction that wrote the listing row, and the liquidity row (0011): what changed since a
-     * snapshot. The API reads the liquidity ones from api_liquidity_v1 (0018) since.
-     */
-    row_xid: 'xid8',
-    liquidity_xid: 'xid8?',
-    /**
-     * age() of those transactions (0012): a row is changed since a snapshot when its age is not
-     * above the age of the snapshot's xmin (services/api/src/readmodel.ts writtenSince).
-     */
-    row_age: 'integer',
-    liquidity_age: 'integer?',
   },
   /** Liquidity scores alone (0018): a list follows moved scores without reading their rows. */
   api_liquidity_v1: {
     market_hash_name: 'text',
     phase: 'text',
     liquidity: 'numeric?',
-    liquidity_xid: 'xid8',
-    liquidity_age: 'integer',
   },
+  /**
+   * The change position (0019): per committed transaction and tag (`listing:<market>`, `scores`,
+   * `buyorder:<market>`, `derived`, …) the keys of the rows whose served values changed (NULL: the
+   * tag names no rows, its readers rebuild whole). Positions become visible in commit order.
+   */
+  api_read_changes_v1: { pos: 'bigint', tag: 'text', names: 'text[]?', phases: 'text[]?' },
+  /** Positions at or below pruned_through are gone; epoch names the journal (a replay starts another). */
+  api_read_change_state_v1: { epoch: 'text', pruned_through: 'bigint' },
   api_buyorders_v1: {
     market: 'text',
     market_hash_name: 'text',
@@ -206,7 +202,6 @@ interface TsOf {
   timestamptz: Date;
   jsonb: unknown;
   bytea: Buffer;
-  xid8: string;
 }
 type ColumnType<C> = C extends `${infer T extends PgType}?` ? TsOf[T] | null : C extends PgType ? TsOf[C] : never;
 

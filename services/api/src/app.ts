@@ -304,7 +304,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     },
     wholeReads,
   );
-  const scores = new SharedFieldReads((snapshot) => deps.read.liquidityScores(snapshot));
+  const scores = new SharedFieldReads((position) => deps.read.liquidityScores(position));
   deps.watch?.(() => lists.changed());
   app.addHook('onClose', async () => lists.stop());
   const answers = new AnswerCache(() => deps.version(), undefined, deps.derived);

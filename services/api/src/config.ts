@@ -31,6 +31,18 @@ export const apiConfigSchema = z
       .describe(
         'how long cached answers may lag behind derived values (statistics, liquidity, market cap) that every cycle marker recomputes; price changes and removals are not delayed',
       ),
+    CHANGE_POLL_MS: intFromEnv(10, 10_000)
+      .default(250)
+      .describe(
+        "how often the read model's change position is read (a NOTIFY reads it at once where LISTEN works; on a hot standby this is how changes arrive)",
+      ),
+    DB_LISTEN: z
+      .enum(['true', 'false'])
+      .default('true')
+      .transform((v) => v === 'true')
+      .describe(
+        'LISTEN for the materializer\'s and the key table\'s notifications (false where LISTEN is refused, e.g. a hot standby: changes arrive by CHANGE_POLL_MS, keys are reloaded every 5 s)',
+      ),
     DB_POOL_SIZE: intFromEnv(1, 100).default(8).describe('PostgreSQL connections for reads'),
     WHOLE_READS_AT_ONCE: intFromEnv(1, 64)
       .default(2)

@@ -269,17 +269,20 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     const log: string[] = [];
     const observed: string[] = [];
     let pending: RowChange[] = [];
-    const source = {
+    /** Positions below this are no longer in the journal: a patch from one is answered undefined. */
+    let prunedThrough = 0;
+    const source: ListSource = {
       full: async () => {
         log.push('full');
         pending = [];
-        return { snapshot: String(++snapshots), rows };
+        return { position: String(++snapshots), rows };
       },
       since: async (s: string) => {
         log.push(`since ${s}`);
+        if (Number(s) < prunedThrough) return undefined;
         const changes = pending;
         pending = [];
-        return { snapshot: String(++snapshots), changes };
+        return { position: String(++snapshots), changes };
       },
     };
     // As app.ts wires it: the derived values' version is part of every list's.
@@ -310,9 +313,27 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
       },
       bumpGlobal: () => global++,
       bumpDerived: () => derived++,
+      /** Retention removed the journal up to the current position (or a replay started another). */
+      prune: () => (prunedThrough = snapshots + 1),
       rows: () => rows,
     };
   }
+
+  it('reads the list whole when the journal no longer reaches back to its position', async () => {
+    const f = fixture();
+    const get = () => f.cache.get('prices:x', f.source, true);
+    await get();
+    f.change(3, '9.99');
+    expect(text(await get())).toBe(expected(f.rows()));
+    f.prune();
+    f.change(4, '8.88');
+    expect(text(await get())).toBe(expected(f.rows()));
+    f.change(5, '7.77');
+    expect(text(await get())).toBe(expected(f.rows()));
+    expect(f.log).toEqual(['full', 'since 1', 'since 2', 'full', 'since 3']);
+    expect(f.observed).toEqual(['prices:x first 600', 'prices:x patch 1', 'prices:x behind 600', 'prices:x patch 1']);
+    f.cache.stop();
+  });
 
   it('serves, patches (derived values too), and rebuilds on a new row or an untagged change', async () => {
     const f = fixture();
@@ -344,7 +365,7 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
   /**
    * A list of `size` rows whose prices and liquidity scores move apart: a price (with the row's
    * score as it is then) is read by the next patch; a score alone only by a read of the fields
-   * written since a snapshot before it.
+   * changed since a position before it.
    */
   function scoresFixture(size: number, lagMs: number) {
     const prices = Array.from({ length: size }, (_, i) => `${i}.25`);
@@ -356,13 +377,13 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     let derived = 0;
     let snapshots = 0;
     const log: string[] = [];
-    /** Rows whose price, and rows whose score, was written after each snapshot. */
+    /** Rows whose price, and rows whose score, was written after each position. */
     const priced: { after: number; i: number }[] = [];
     const scored: { after: number; i: number }[] = [];
     const source: ListSource = {
       full: async () => {
         log.push('full');
-        return { snapshot: String(++snapshots), rows: rows() };
+        return { position: String(++snapshots), rows: rows() };
       },
       since: async (s) => {
         log.push(`since ${s}`);
@@ -370,7 +391,7 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
           key: row(i).key,
           json: json(i),
         }));
-        return { snapshot: String(++snapshots), changes };
+        return { position: String(++snapshots), changes };
       },
       fields: async (s) => {
         log.push(`fields ${s}`);
@@ -378,7 +399,7 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
           key: row(i).key,
           fields: { liquidity: scores[i] as string },
         }));
-        return { snapshot: String(++snapshots), changes };
+        return { position: String(++snapshots), changes };
       },
     };
     /** What each patch told the observer: where its time went (PatchDetail). */
@@ -426,7 +447,7 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     };
   }
 
-  it('leaves liquidity scores for later, and reads them alone from the older snapshot once due', async () => {
+  it('leaves liquidity scores for later, and reads them alone from the older position once due', async () => {
     const f = scoresFixture(600, 150);
     await f.get();
     // A score moves: read only once it is due. A price moves meanwhile: patched at once, the
@@ -438,7 +459,7 @@ describe('ListBodyCache: patch when the tags moved, rebuild when it must', () =>
     expect(body).not.toContain('"7.77"');
     expect(f.log).toEqual(['full', 'since 1']);
     // Due 150 ms after the full read: refreshed then with no request and no notification, the
-    // scores read on their own from the snapshot they were last read in.
+    // scores read on their own from the position they were last read at.
     const t0 = Date.now();
     await f.patches(2);
     expect(f.log).toEqual(['full', 'since 1', 'since 2', 'fields 1']);
@@ -532,48 +553,53 @@ describe('SharedFieldReads: one read of the fields for the lists due at once', (
     const calls: string[] = [];
     let fail = false;
     let n = 0;
-    const reads = new SharedFieldReads(async (snapshot): Promise<FieldRead> => {
-      calls.push(snapshot);
+    const reads = new SharedFieldReads(async (position): Promise<FieldRead> => {
+      calls.push(position);
       await new Promise((r) => setTimeout(r, 5));
       if (fail) throw new Error('read failed');
       n++;
-      return { snapshot: `${100 + n}:${110 + n}:`, changes: [{ key: `k${n}`, fields: { liquidity: `${n}.00` } }] };
+      return { position: `e:${100 + n}`, changes: [{ key: `k${n}`, fields: { liquidity: `${n}.00` } }] };
     });
     return { reads, calls, failNext: (f: boolean) => (fail = f) };
   }
 
-  it('answers every list whose rows were read before the read started, from a snapshot not older', async () => {
+  it('answers every list whose rows were read before the read started, from a position not after theirs', async () => {
     const r = reader();
     const began = performance.now();
-    // Six lists due on the same commit, their last reads from the same or a newer snapshot.
+    // Six lists due on the same commit, their last reads at the same or a later position.
     const answers = await Promise.all(
-      ['90:95:', '90:95:', '92:99:92', '90:95:', '95:96:', '90:91:'].map((s) => r.reads.since(s, began)),
+      ['e:90', 'e:90', 'e:92', 'e:90', 'e:95', 'e:90'].map((s) => r.reads.since(s, began)),
     );
-    expect(r.calls).toEqual(['90:95:']);
+    expect(r.calls).toEqual(['e:90']);
     expect(new Set(answers).size).toBe(1);
     expect(r.reads.reads).toBe(1);
   });
 
-  it('never answers with a read that started before the list read its rows, or from a newer snapshot', async () => {
+  it('never answers with a read that started before the list read its rows, from a later position or another journal', async () => {
     const r = reader();
-    const first = await r.reads.since('90:95:', performance.now());
+    const first = (await r.reads.since('e:90', performance.now())) as FieldRead;
     // Rows read after the read started: they, and the commits the list was told of, may be newer
     // than the read.
-    const later = await r.reads.since(first.snapshot, performance.now());
+    const later = await r.reads.since(first.position, performance.now());
     expect(later).not.toBe(first);
-    // A list whose last read is older than the one in flight (a smaller xmin): a read of its own.
+    // A list whose last read is older than the one in flight (an earlier position), or of another
+    // journal (a replay's): a read of its own.
     const began = performance.now();
-    const [a, b] = await Promise.all([r.reads.since('200:210:', began), r.reads.since('150:160:', began)]);
-    expect(a).not.toBe(b);
-    expect(r.calls).toEqual(['90:95:', first.snapshot, '200:210:', '150:160:']);
+    const [a, b, c] = await Promise.all([
+      r.reads.since('e:200', began),
+      r.reads.since('e:150', began),
+      r.reads.since('f:300', began),
+    ]);
+    expect(new Set([a, b, c]).size).toBe(3);
+    expect(r.calls).toEqual(['e:90', first.position, 'e:200', 'e:150', 'f:300']);
   });
 
   it("a list never takes a shared read older than its own rows: the row's newer score stays", async () => {
-    // One read model, two lists (caches) sharing the reads; snapshot n is `n:n+1:` (xmin n), and a
-    // write made while the counter is n is seen by the reads from snapshots up to n.
+    // One read model, two lists (caches) sharing the reads; position n is `e:n`, and a write made
+    // while the counter is n is seen by the reads from positions up to n.
     let snap = 0;
-    const take = () => `${++snap}:${snap + 1}:`;
-    const xmin = (s: string) => Number(s.split(':')[0]);
+    const take = () => `e:${++snap}`;
+    const xmin = (s: string) => Number(s.split(':')[1]);
     const prices = ['0.25', '1.25', '2.25'];
     const scores = ['1.00', '1.00', '1.00'];
     const priced: { after: number; i: number }[] = [];
@@ -583,18 +609,18 @@ describe('SharedFieldReads: one read of the fields for the lists due at once', (
       ...new Set(log.filter((x) => x.after >= xmin(s)).map((x) => x.i)),
     ];
     const shared = new SharedFieldReads(async (s) => {
-      const snapshot = take();
+      const position = take();
       const changes = since(scored, s).map((i) => ({ key: row(i).key, fields: { liquidity: scores[i] as string } }));
       await new Promise((r) => setTimeout(r, 20));
-      return { snapshot, changes };
+      return { position, changes };
     });
     let gate: Promise<void> = Promise.resolve();
     const source = (gated: boolean): ListSource => ({
-      full: async () => ({ snapshot: take(), rows: prices.map((_, i) => ({ key: row(i).key, json: json(i) })) }),
+      full: async () => ({ position: take(), rows: prices.map((_, i) => ({ key: row(i).key, json: json(i) })) }),
       since: async (s) => {
         if (gated) await gate;
-        const snapshot = take();
-        return { snapshot, changes: since(priced, s).map((i) => ({ key: row(i).key, json: json(i) })) };
+        const position = take();
+        return { position, changes: since(priced, s).map((i) => ({ key: row(i).key, json: json(i) })) };
       },
       fields: (s, notBefore) => shared.since(s, notBefore),
     });
@@ -641,10 +667,10 @@ describe('SharedFieldReads: one read of the fields for the lists due at once', (
     const r = reader();
     r.failNext(true);
     const began = performance.now();
-    const failed = r.reads.since('90:95:', began);
+    const failed = r.reads.since('e:90', began);
     await expect(failed).rejects.toThrow('read failed');
     r.failNext(false);
-    await expect(r.reads.since('90:95:', began)).resolves.toMatchObject({ snapshot: '101:111:' });
+    await expect(r.reads.since('e:90', began)).resolves.toMatchObject({ position: 'e:101' });
     expect(r.calls).toHaveLength(2);
   });
 });

@@ -20,6 +20,7 @@ import { createHash, hash as oneShot } from 'node:crypto';
 import { promisify } from 'node:util';
 import { constants, crc32, deflateRaw, inflateRawSync } from 'node:zlib';
 import { GZIP_HEADER, VersionedCache, type Body, type VersionOf } from './bodies.js';
+import { parsePosition, type Position } from './changes/position.js';
 import type { Slots } from './slots.js';
 
 const deflateRawAsync = promisify(deflateRaw);
@@ -35,7 +36,7 @@ export interface RowChange {
   key: string;
   json: string | null;
   /**
-   * For a listed row: the key of the row before it in the list's order, as of the same snapshot
+   * For a listed row: the key of the row before it in the list's order, as of the same read
    * (null: it is the first). Needed to place a row the list does not hold yet.
    */
   after?: string | null;
@@ -257,7 +258,7 @@ export class SegmentedList {
       } else w.rows[i] = Buffer.from(c.json);
     }
     // New rows go right after their predecessor in the database's order (read in the same
-    // snapshot, so it is in the list or is itself one of the new rows): placed in rounds until
+    // transaction, so it is in the list or is itself one of the new rows): placed in rounds until
     // every one has found its predecessor.
     const placed = new Map<string, number>();
     const gone = new Set(removed);
@@ -367,60 +368,63 @@ function applyFields(
   return unchanged;
 }
 
-/** Where a patched list body gets its rows: all of them, or those changed since a snapshot. */
+/**
+ * Where a patched list body gets its rows: all of them, or those the read model's change journal
+ * names since a position (changes/position.ts).
+ */
 export interface ListSource {
-  /** Every row of the list, in its order, and the snapshot they were read in. */
-  full(): Promise<{ snapshot: string; rows: ListRow[] }>;
+  /** Every row of the list, in its order, and the change position they were read at. */
+  full(): Promise<{ position: string; rows: ListRow[] }>;
   /**
-   * The rows whose listing row was written by transactions `snapshot` did not see (or null: gone),
-   * and the new snapshot; `known` tells which keys the list holds, so that only the others are
-   * given their place (`after`: a look-up each in the database).
+   * The rows changed since `position` (JSON null: gone) and the position they were read at;
+   * `known` tells which keys the list holds, so that only the others are given their place
+   * (`after`: a look-up each in the database). Undefined: the journal no longer reaches back to
+   * `position`, and the list is read whole.
    */
-  since(snapshot: string, known: (key: string) => boolean): Promise<{ snapshot: string; changes: RowChange[] }>;
+  since(
+    position: string,
+    known: (key: string) => boolean,
+  ): Promise<{ position: string; changes: RowChange[] } | undefined>;
   /**
-   * The fields that move without their row (liquidity scores) written by transactions `snapshot`
-   * did not see, for every key that has them, and the new snapshot. Absent: a row shows nothing
-   * that moves without it.
+   * The fields that move without their row (liquidity scores) changed since `position`, for every
+   * key that has them, and the position they were read at (undefined as for `since`). Absent: a
+   * row shows nothing that moves without it.
    */
-  fields?(snapshot: string, notBefore: number): Promise<FieldRead>;
+  fields?(position: string, notBefore: number): Promise<FieldRead | undefined>;
 }
 
-/** A read of the fields: the changes, and the snapshot they were read in. */
+/** A read of the fields: the changes, and the position they were read at. */
 export interface FieldRead {
-  snapshot: string;
+  position: string;
   changes: readonly FieldChange[];
 }
 
-/** The xmin of a pg_snapshot's text form (`xmin:xmax:xip,…`). */
-const xminOf = (snapshot: string): bigint => BigInt(snapshot.slice(0, snapshot.indexOf(':')));
-
 /**
  * One read of the fields for the lists that fall due together. Every list's scores fall due on
- * the same derive commit, and each read every score the commit moved (~35k rows at full size):
- * six lists read them six times at once, and those patches took 1.4-3.9 s, holding back the price
- * changes behind them (platform bench, 2026-11-28). A read answers a list when it started no
- * earlier than `notBefore` (the list's rows were read by then: the read is newer than those rows,
- * and than every commit the list was told of and every score it read before) and from a snapshot
- * whose xmin is not newer than the list's (what it names as written since is a superset of what
- * the list needs; the patch's digests drop the rest). Otherwise a read of its own, which later
- * lists may share.
+ * the same derive commit, and each read every score the commit moved: six lists read them six
+ * times at once, and those patches held back the price changes behind them. A read answers a
+ * list when it started no earlier than `notBefore` (the list's rows were read by then: the read is
+ * newer than those rows, and than every commit the list was told of and every score it read
+ * before) and from a position of the same journal not after the list's (what it names as changed
+ * since is a superset of what the list needs; the patch's digests drop the rest). Otherwise a read
+ * of its own, which later lists may share.
  */
 export class SharedFieldReads {
-  private last: { from: bigint; startedAt: number; result: Promise<FieldRead> } | undefined;
+  private last: { from: Position; startedAt: number; result: Promise<FieldRead | undefined> } | undefined;
 
-  constructor(private readonly read: (snapshot: string) => Promise<FieldRead>) {}
+  constructor(private readonly read: (position: string) => Promise<FieldRead | undefined>) {}
 
   /** Reads made (not shared). */
   reads = 0;
 
-  async since(snapshot: string, notBefore: number): Promise<FieldRead> {
-    const from = xminOf(snapshot);
+  async since(position: string, notBefore: number): Promise<FieldRead | undefined> {
+    const from = parsePosition(position);
     const last = this.last;
-    if (last && last.startedAt >= notBefore && last.from <= from) {
+    if (last && last.startedAt >= notBefore && last.from.epoch === from.epoch && last.from.pos <= from.pos) {
       const shared = await last.result.catch(() => undefined);
       if (shared) return shared;
     }
-    const result = this.read(snapshot);
+    const result = this.read(position);
     this.reads++;
     this.last = { from, startedAt: performance.now(), result };
     return result;
@@ -430,13 +434,13 @@ export class SharedFieldReads {
 /** What a patched list keeps beside its body. */
 interface ListState {
   list: SegmentedList;
-  /** The snapshot the list's rows reflect: the next patch reads what it did not see. */
-  snapshot: string;
+  /** The change position the list's rows reflect: the next patch reads the changes after it. */
+  position: string;
   /**
-   * The snapshot of the last read of the fields (ListSource.fields), when that was, and the
-   * derived version as of then: the next read of them reads what it did not see.
+   * The position of the last read of the fields (ListSource.fields), when that was, and the
+   * derived version as of then: the next read of them reads the changes after it.
    */
-  liquidity: { snapshot: string; at: number; derived: number };
+  liquidity: { position: string; at: number; derived: number };
   /**
    * Field changes read and not yet applied (at most FIELD_SEGMENTS segments' worth per refresh),
    * by key. A row read after them shows its fields as of its own read, which is newer: its entry
@@ -465,10 +469,11 @@ export interface LiquidityLag {
 
 /**
  * Why a list was refreshed the way it was: `patch`, the changed rows only; the rest rebuilt it from
- * every row — `first` (nothing cached), `reset` (an untagged notification or a reconnection),
- * `refused` (a patch it could not apply, SegmentedList.patch).
+ * every row — `first` (nothing cached), `reset` (the read model said anything may have changed:
+ * ReadModelVersion.resets), `behind` (the change journal no longer reaches back to the list's
+ * position), `refused` (a patch it could not apply, SegmentedList.patch).
  */
-export type RefreshHow = 'patch' | 'first' | 'reset' | 'refused';
+export type RefreshHow = 'patch' | 'first' | 'reset' | 'behind' | 'refused';
 
 /**
  * Where a patch's time went, for a slow refresh's log line: on a loaded machine it is mostly the
@@ -516,14 +521,14 @@ const AHEAD_FOR_MS = 120_000;
 
 /**
  * Whole-list bodies patched in place (SegmentedList): when what the list depends on moved, only
- * the rows written since the snapshot of its last read are fetched and their segments
- * recompressed, so a body follows every commit of its marketplace, and every derive transaction's
+ * the rows the change journal names since the position of its last read are fetched and their
+ * segments recompressed, so a body follows every commit of its marketplace, and every derive transaction's
  * statistics and outlier verdicts (in the listing rows), within about `minAgeMs`. Liquidity
  * scores, which move without their rows, are read on their own (ListSource.fields: the score
  * alone, not the row) at most every LiquidityLag, and applied a slice of segments per refresh
  * (FIELD_SEGMENTS) beside whatever rows changed. It is rebuilt from every row the first time, when
- * an untagged notification or a reconnection said anything may have changed (rows deleted
- * included: a patch sees only rows that exist), and when a patch is refused (SegmentedList.patch).
+ * the read model said anything may have changed (ReadModelVersion.resets), when the journal no
+ * longer reaches back to its position, and when a patch is refused (SegmentedList.patch).
  * When to refresh and what to serve meanwhile is VersionedCache's (single-flight, the previous
  * body served while it runs).
  */
@@ -646,69 +651,85 @@ export class ListBodyCache {
 
   private async refresh(name: string, source: ListSource, previous: ListState | undefined): Promise<ListState> {
     const started = performance.now();
-    const took = () => (performance.now() - started) / 1000;
     const resets = this.resets();
     // Read before the rows and the fields: a derive transaction committing meanwhile moves it again.
     const derived = this.liquidity?.version() ?? 0;
     let how: RefreshHow = previous ? 'reset' : 'first';
     if (previous && previous.resets === resets) {
-      const list = previous.list;
-      const { snapshot, changes } = await source.since(previous.snapshot, (key) => list.has(key));
-      // A fields read shared with other lists must have started after this read of the rows, so
-      // that it is newer than they are (SharedFieldReads).
-      const rowsRead = performance.now();
-      let fieldsRead = rowsRead;
-      // A row read now shows its fields as of this read: newer than those read before it.
-      const pending = new Map(previous.pending);
-      for (const c of changes) pending.delete(c.key);
-      let liquidity = previous.liquidity;
-      const moved = liquidity.derived !== derived;
-      const lagMs = this.liquidity?.lagMs;
-      // Fields are read once the last read's are all applied, when they may have moved and are due
-      // (or every time, without a lag), from the snapshot of that read, so none is skipped.
-      const due = lagMs === undefined || (moved && Date.now() - liquidity.at >= lagMs);
-      if (source.fields && pending.size === 0 && due) {
-        const read = await source.fields(liquidity.snapshot, rowsRead);
-        fieldsRead = performance.now();
-        const placed = new Set(changes.map((c) => c.key));
-        // Read after the rows: newer than theirs, so they apply to this patch's rows too.
-        for (const c of read.changes) if (list.has(c.key) || placed.has(c.key)) pending.set(c.key, c);
-        liquidity = { snapshot: read.snapshot, at: Date.now(), derived };
-      }
-      const { slice, segments } = fieldSlice(list, pending);
-      const patchStarted = performance.now();
-      if (await list.patch(changes, slice)) {
-        for (const c of slice) pending.delete(c.key);
-        this.refreshes.patches++;
-        this.refreshes.rowsPatched += changes.length + slice.length;
-        this.refreshes.rowsUnchanged += list.lastUnchanged;
-        this.observe(name, 'patch', took(), changes.length + slice.length, {
-          readSeconds: (rowsRead - started) / 1000,
-          fieldsSeconds: (fieldsRead - rowsRead) / 1000,
-          patchSeconds: (performance.now() - patchStarted) / 1000,
-          scoreSegments: segments,
-        });
-        // The next slice as soon as the list may refresh again (minAgeMs, a slice's own cost).
-        if (pending.size > 0) this.owe(name, Date.now());
-        // Moved and not read (not due yet): read once they are, even if nothing else moves.
-        else if (source.fields && lagMs !== undefined && liquidity.derived !== derived)
-          this.owe(name, liquidity.at + lagMs);
-        this.lookAgain();
-        return { ...previous, snapshot, liquidity, pending, queuedMs: 0 };
-      }
-      how = 'refused';
+      const patched = await this.patch(name, source, previous, started, derived);
+      if (typeof patched !== 'string') return patched;
+      how = patched;
     }
     const asked = performance.now();
     const build = async () => {
       const queuedMs = performance.now() - asked;
-      const { snapshot, rows } = await source.full();
-      return { snapshot, list: await SegmentedList.build(rows), rows: rows.length, queuedMs };
+      const { position, rows } = await source.full();
+      return { position, list: await SegmentedList.build(rows), rows: rows.length, queuedMs };
     };
-    const { snapshot, list, rows, queuedMs } = await (this.builds ? this.builds.run(build) : build());
+    const { position, list, rows, queuedMs } = await (this.builds ? this.builds.run(build) : build());
     this.refreshes.rebuilds++;
-    this.observe(name, how, took(), rows);
+    this.observe(name, how, (performance.now() - started) / 1000, rows);
     this.lookAgain();
-    return { list, snapshot, liquidity: { snapshot, at: Date.now(), derived }, pending: new Map(), resets, queuedMs };
+    return { list, position, liquidity: { position, at: Date.now(), derived }, pending: new Map(), resets, queuedMs };
+  }
+
+  /**
+   * Applies to `previous` what the change journal names since its position (and a slice of the
+   * fields due), or says why the list must be read whole instead: `behind`, the journal no longer
+   * reaches back to the list's position; `refused`, the patch could not be applied.
+   */
+  private async patch(
+    name: string,
+    source: ListSource,
+    previous: ListState,
+    started: number,
+    derived: number,
+  ): Promise<ListState | 'behind' | 'refused'> {
+    const list = previous.list;
+    const read = await source.since(previous.position, (key) => list.has(key));
+    if (read === undefined) return 'behind';
+    const { position, changes } = read;
+    // A fields read shared with other lists must have started after this read of the rows, so
+    // that it is newer than they are (SharedFieldReads).
+    const rowsRead = performance.now();
+    let fieldsRead = rowsRead;
+    // A row read now shows its fields as of this read: newer than those read before it.
+    const pending = new Map(previous.pending);
+    for (const c of changes) pending.delete(c.key);
+    let liquidity = previous.liquidity;
+    const moved = liquidity.derived !== derived;
+    const lagMs = this.liquidity?.lagMs;
+    // Fields are read once the last read's are all applied, when they may have moved and are due
+    // (or every time, without a lag), from the position of that read, so none is skipped.
+    const due = lagMs === undefined || (moved && Date.now() - liquidity.at >= lagMs);
+    if (source.fields && pending.size === 0 && due) {
+      const fields = await source.fields(liquidity.position, rowsRead);
+      if (fields === undefined) return 'behind';
+      fieldsRead = performance.now();
+      const placed = new Set(changes.map((c) => c.key));
+      // Read after the rows: newer than theirs, so they apply to this patch's rows too.
+      for (const c of fields.changes) if (list.has(c.key) || placed.has(c.key)) pending.set(c.key, c);
+      liquidity = { position: fields.position, at: Date.now(), derived };
+    }
+    const { slice, segments } = fieldSlice(list, pending);
+    const patchStarted = performance.now();
+    if (!(await list.patch(changes, slice))) return 'refused';
+    for (const c of slice) pending.delete(c.key);
+    this.refreshes.patches++;
+    this.refreshes.rowsPatched += changes.length + slice.length;
+    this.refreshes.rowsUnchanged += list.lastUnchanged;
+    this.observe(name, 'patch', (performance.now() - started) / 1000, changes.length + slice.length, {
+      readSeconds: (rowsRead - started) / 1000,
+      fieldsSeconds: (fieldsRead - rowsRead) / 1000,
+      patchSeconds: (performance.now() - patchStarted) / 1000,
+      scoreSegments: segments,
+    });
+    // The next slice as soon as the list may refresh again (minAgeMs, a slice's own cost).
+    if (pending.size > 0) this.owe(name, Date.now());
+    // Moved and not read (not due yet): read once they are, even if nothing else moves.
+    else if (source.fields && lagMs !== undefined && liquidity.derived !== derived) this.owe(name, liquidity.at + lagMs);
+    this.lookAgain();
+    return { ...previous, position, liquidity, pending, queuedMs: 0 };
   }
 
   /** The list's scores fall due at `at`: it is refreshed then, even if nothing else moves. */

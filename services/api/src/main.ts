@@ -1,7 +1,8 @@
-/** Wires the API: config → pools, key store, limiter, read model, version listener → Fastify. */
+/** Wires the API: config → pools, key store, limiter, read model, change follower, listener → Fastify. */
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
 import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/store';
 import { buildApp } from './app.js';
+import { ChangeFollower } from './changes/follower.js';
 import { ChangeWaker } from './changes/waker.js';
 import { apiConfigSchema, MIGRATIONS_DIR } from './config.js';
 import { KeyStore } from './keys.js';
@@ -41,11 +42,22 @@ shutdown.register('version', async () => version.stop());
 const keys = new KeyStore(keysPool);
 await keys.reload();
 const changeWaker = new ChangeWaker();
-// One connection follows both: the materializer's commits and changes to the key table.
+const read = new ReadModel(readPool);
+// The caches learn what changed from the change position, read every CHANGE_POLL_MS and at once
+// on the materializer's NOTIFY.
+const follower = new ChangeFollower(
+  (since) => read.changedTags(since),
+  (tags) => version.bump(tags),
+  config.CHANGE_POLL_MS,
+  logger,
+);
+follower.start();
+shutdown.register('change-follower', () => follower.stop());
+// One connection follows all three: the materializer's commits, its change log and the key table.
 const notifications = new PgNotifications(
   readPool,
   [
-    { channel: 'skinprices_readmodel', payload: config.DATABASE_SCHEMA, onNotify: (tags) => version.bump(tags) },
+    { channel: 'skinprices_readmodel', payload: config.DATABASE_SCHEMA, onNotify: () => follower.wake() },
     // The materializer's outbox numbered new changes into the change log: streams read them.
     { channel: 'skinprices_changes', payload: config.DATABASE_SCHEMA, onNotify: () => changeWaker.notify() },
     {
@@ -57,8 +69,10 @@ const notifications = new PgNotifications(
   logger,
   (listening) => keys.setListening(listening),
 );
-notifications.start();
-shutdown.register('notifications', () => notifications.stop());
+if (config.DB_LISTEN) {
+  notifications.start();
+  shutdown.register('notifications', () => notifications.stop());
+}
 const metrics = new ApiMetrics();
 if (config.METRICS_PORT !== undefined) {
   const served = await metrics.serve(config.METRICS_HOST, config.METRICS_PORT);
@@ -69,7 +83,7 @@ if (config.METRICS_PORT !== undefined) {
 const app = buildApp({
   keys,
   limiter,
-  read: new ReadModel(readPool),
+  read,
   version: (deps) => version.value(deps),
   derived: {
     version: () => version.derived(),

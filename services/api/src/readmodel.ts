@@ -5,17 +5,20 @@
  * Decimal values stay strings from PostgreSQL `numeric` to JSON; stattrak/souvenir are 0/1;
  * times are `…sssZ` strings.
  */
-import { catalogueKey, getMarket, identityKey, MARKETS, type MarketSlug, type PhaseOrNone } from '@skinprices/domain';
 import {
-  MIGRATION_RUNNING_SQL,
-  snapshotXminAgeSql,
-  usableSnapshotAge,
-  type Pool,
-  type ReadContractV1,
-} from '@skinprices/store';
+  catalogueKey,
+  getMarket,
+  identityKey,
+  MARKETS,
+  readTag,
+  type MarketSlug,
+  type PhaseOrNone,
+} from '@skinprices/domain';
+import { MIGRATION_RUNNING_SQL, type Pool, type ReadContractV1 } from '@skinprices/store';
 import { Kysely, PostgresDialect, sql, type Selectable } from 'kysely';
 import { CatalogueShard } from './catalogue.js';
 import { ChangeLog } from './changes/log.js';
+import { continues, formatPosition, parsePosition, type JournalState } from './changes/position.js';
 import type { FieldChange, RowChange } from './list-body.js';
 import type {
   CapPoint,
@@ -26,6 +29,9 @@ import type {
   StoreRow,
   Stats,
 } from './routes/schemas.js';
+
+/** The journal's tag of liquidity scores (materializer migration 0019). */
+const SCORES_TAG = 'scores';
 
 /** A row's key in a patched list body (list-body.ts). */
 const listKey = (name: string, phase: string) => identityKey({ marketHashName: name, phase: phase as PhaseOrNone });
@@ -67,46 +73,60 @@ async function predecessors(
   );
 }
 
-/** The age (in transactions) of a snapshot's xmin, or undefined past a quarter of the id space. */
-async function snapshotAge(trx: ReadDb, snapshot: string): Promise<number | undefined> {
-  const { rows } = await sql<{ age: number }>`
-    SELECT ${sql.raw(snapshotXminAgeSql('s.snap'))} AS age FROM (SELECT ${snapshot}::pg_snapshot AS snap) s`.execute(
-    trx,
-  );
-  const age = (rows[0] as { age: number }).age;
-  return usableSnapshotAge(age) ? age : undefined;
-}
-
 /**
- * A condition on `column`, the age of the transaction that wrote a row: written by a transaction
- * not older than the xmin of snapshot `since` (the oldest transaction running when it was taken). A
- * superset of the rows that snapshot did not see — rows of transactions that committed just before
- * it come again, and the patch's row digests drop them (list-body.ts) — because the exact test,
- * pg_visible_in_snapshot, is wrong for subtransactions: the ingest path writes its rows under a
- * savepoint (poison.ts), whose id is not among a snapshot's running ones, so a batch running when
- * the snapshot was taken, behind a transaction with a higher id that had committed, was judged seen
- * and its prices never reached the list (list-patch.test.ts). With the snapshot's xmin as the bound
- * the test is the row's age against the xmin's (migration 0012: age(xmin), cheap on every row, no
- * per-row snapshot call); a snapshot older than a quarter of the transaction id space (ages are
- * 32-bit) compares the 64-bit ids (`xidColumn`) instead.
+ * Runs `read` in one read-only repeatable-read transaction with the change journal's state as that
+ * transaction sees it: everything the read returns is as of the journal's head (positions become
+ * visible in commit order, so no change at or below the head is missing from the read).
  */
-async function writtenSince(trx: ReadDb, since: string, column: string, xidColumn: string) {
-  const age = await snapshotAge(trx, since);
-  return age !== undefined
-    ? sql<boolean>`${sql.ref(column)} <= ${age}`
-    : sql<boolean>`${sql.ref(xidColumn)} >= pg_snapshot_xmin(${since}::pg_snapshot)`;
-}
-
-/** Runs `read` in one read-only repeatable-read transaction and returns its snapshot with its result. */
-function inSnapshot<T>(db: ReadDb, read: (trx: ReadDb) => Promise<T>): Promise<{ snapshot: string; value: T }> {
+function atPosition<T>(db: ReadDb, read: (trx: ReadDb, state: JournalState) => Promise<T>): Promise<T> {
   return db
     .transaction()
     .setIsolationLevel('repeatable read')
     .setAccessMode('read only')
-    .execute(async (trx) => {
-      const snap = await sql<{ snapshot: string }>`SELECT pg_current_snapshot()::text AS snapshot`.execute(trx);
-      return { snapshot: (snap.rows[0] as { snapshot: string }).snapshot, value: await read(trx) };
-    });
+    .execute(async (trx) => read(trx, await journalState(trx)));
+}
+
+async function journalState(db: ReadDb): Promise<JournalState> {
+  const { rows } = await sql<{ epoch: string; pruned_through: string; head: string }>`
+    SELECT s.epoch, s.pruned_through,
+           coalesce((SELECT max(pos) FROM api_read_changes_v1), s.pruned_through) AS head
+    FROM api_read_change_state_v1 s`.execute(db);
+  const r = rows[0];
+  // A schema migrated before 0019 ran has no row; a migration under way is retried by the caller.
+  if (!r) throw new Error('the read model has no change journal (materializer migration 0019)');
+  return { epoch: r.epoch, prunedThrough: BigInt(r.pruned_through), head: BigInt(r.head) };
+}
+
+/**
+ * The keys (name, phase) that journal entries of `tag` after `since` name, or undefined when the
+ * list must be read whole: the journal no longer reaches back to `since`, or an entry of the tag
+ * names no rows.
+ */
+async function changedKeys(
+  trx: ReadDb,
+  state: JournalState,
+  tag: string,
+  since: string,
+): Promise<{ names: string[]; phases: string[] } | undefined> {
+  const from = parsePosition(since);
+  if (!continues(from, state)) return undefined;
+  const { rows } = await sql<{ name: string | null; phase: string | null; whole: boolean }>`
+    SELECT u.name, u.phase, r.names IS NULL AS whole
+    FROM api_read_changes_v1 r
+    LEFT JOIN LATERAL unnest(r.names, r.phases) AS u(name, phase) ON true
+    WHERE r.tag = ${tag} AND r.pos > ${from.pos.toString()}::bigint`.execute(trx);
+  const seen = new Set<string>();
+  const names: string[] = [];
+  const phases: string[] = [];
+  for (const r of rows) {
+    if (r.whole) return undefined;
+    const key = listKey(r.name as string, r.phase as string);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    names.push(r.name as string);
+    phases.push(r.phase as string);
+  }
+  return { names, phases };
 }
 
 /** The read model as the API may see it. */
@@ -154,7 +174,7 @@ function listingRow(r: ListingRow): Record<string, unknown> {
   putStats(o, r);
   o.count = r.count;
   o.phase = r.phase;
-  o.updated_at = r.observed_at.toISOString();
+  o.updated_at = r.changed_at.toISOString();
   o.liquidity = r.liquidity;
   if (market.templateIdField) o[market.templateIdField] = int(r.template_id);
   else {
@@ -162,6 +182,12 @@ function listingRow(r: ListingRow): Record<string, unknown> {
     o.exterior = r.exterior;
   }
   return o;
+}
+
+/** A listing row as a list body's row: its key and JSON, JSON null when it has no price. */
+function rowChange(r: ListingRow): RowChange {
+  const key = listKey(r.market_hash_name, r.phase);
+  return { key, json: r.price === null ? null : JSON.stringify(listingRow(r)) };
 }
 
 /**
@@ -181,7 +207,7 @@ function catalogueEntry(r: ListingRow): Record<string, unknown> {
   o.count = r.count;
   putStats(o, r);
   o.liquidity = r.liquidity;
-  o.updated_at = r.observed_at.toISOString();
+  o.updated_at = r.changed_at.toISOString();
   o.phase = r.phase;
   return putQuality(o, r);
 }
@@ -239,60 +265,100 @@ export class ReadModel {
   }
 
   /**
-   * One marketplace's price list for a patched body (list-body.ts): every priced row in list
-   * order, or, `since` a snapshot of an earlier read, the rows whose listing row may have been
-   * written since (writtenSince: at least those that snapshot did not see; JSON null: no longer
-   * priced). One repeatable-read transaction: the snapshot returned is the one the rows were read in.
+   * One marketplace's price list for a patched body (list-body.ts): every priced row in list order,
+   * and the change position they were read at (one repeatable-read transaction).
    */
-  async listingRows(
-    market: MarketSlug,
-    since?: string,
-    /** Keys the caller's list holds: rows of theirs need no predecessor. @default none */
-    known: (key: string) => boolean = () => false,
-  ): Promise<{ snapshot: string; rows: RowChange[] }> {
-    const { snapshot, value } = await inSnapshot(this.db, async (trx) => {
-      const base = trx.selectFrom('api_listings_v1').selectAll().where('market', '=', market);
-      const rows =
-        since === undefined
-          ? await base.where('price', 'is not', null).orderBy('market_hash_name').orderBy('phase').execute()
-          : await base.where(await writtenSince(trx, since, 'row_age', 'row_xid')).execute();
-      const after =
-        since === undefined
-          ? undefined
-          : await predecessors(
-              trx,
-              market,
-              rows.filter((r) => !known(listKey(r.market_hash_name, r.phase))),
-            );
-      return rows.map((r) => {
-        const key = listKey(r.market_hash_name, r.phase);
-        if (r.price === null) return { key, json: null };
-        const change: RowChange = { key, json: JSON.stringify(listingRow(r)) };
-        if (after?.has(key)) change.after = after.get(key) as string | null;
-        return change;
-      });
+  async listingRows(market: MarketSlug): Promise<{ position: string; rows: RowChange[] }> {
+    return atPosition(this.db, async (trx, state) => {
+      const rows = await trx
+        .selectFrom('api_listings_v1')
+        .selectAll()
+        .where('market', '=', market)
+        .where('price', 'is not', null)
+        .orderBy('market_hash_name')
+        .orderBy('phase')
+        .execute();
+      return { position: formatPosition({ epoch: state.epoch, pos: state.head }), rows: rows.map(rowChange) };
     });
-    return { snapshot, rows: value };
   }
 
   /**
-   * The items' liquidity scores written since snapshot `since` (writtenSince: at least those it
-   * did not see), as the list rows' `liquidity` field, and the snapshot they were read in: the
-   * score alone, for every marketplace's list (api_liquidity_v1), where reading them through the
-   * listing rows read every changed item's whole row once per list.
+   * The rows of a marketplace's price list the change journal names since position `since` (JSON
+   * null: no longer priced), each the list does not hold (`known`) with its place, and the position
+   * they were read at; undefined when the journal no longer reaches back that far and the list
+   * must be read whole. Index reads in proportion to what changed, nothing else.
    */
-  async liquidityScores(since: string): Promise<{ snapshot: string; changes: FieldChange[] }> {
-    const { snapshot, value } = await inSnapshot(this.db, async (trx) =>
-      trx
-        .selectFrom('api_liquidity_v1')
-        .select(['market_hash_name', 'phase', 'liquidity'])
-        .where(await writtenSince(trx, since, 'liquidity_age', 'liquidity_xid'))
-        .execute(),
-    );
-    return {
-      snapshot,
-      changes: value.map((r) => ({ key: listKey(r.market_hash_name, r.phase), fields: { liquidity: r.liquidity } })),
-    };
+  async listingChanges(
+    market: MarketSlug,
+    since: string,
+    /** Keys the caller's list holds: rows of theirs need no predecessor. */
+    known: (key: string) => boolean,
+  ): Promise<{ position: string; rows: RowChange[] } | undefined> {
+    return atPosition(this.db, async (trx, state) => {
+      const keys = await changedKeys(trx, state, readTag('LISTINGS', market), since);
+      if (keys === undefined) return undefined;
+      const position = formatPosition({ epoch: state.epoch, pos: state.head });
+      if (keys.names.length === 0) return { position, rows: [] };
+      const { rows } = await sql<ListingRow>`
+        SELECT v.* FROM unnest(${keys.names}::text[], ${keys.phases}::text[]) AS k(name, phase)
+        JOIN api_listings_v1 v ON v.market = ${market} AND v.market_hash_name = k.name AND v.phase = k.phase`.execute(
+        trx,
+      );
+      const after = await predecessors(
+        trx,
+        market,
+        rows.filter((r) => !known(listKey(r.market_hash_name, r.phase))),
+      );
+      return {
+        position,
+        rows: rows.map((r) => {
+          const change = rowChange(r);
+          if (change.json !== null && after?.has(change.key)) change.after = after.get(change.key) as string | null;
+          return change;
+        }),
+      };
+    });
+  }
+
+  /**
+   * The items' liquidity scores the change journal names since position `since`, as the list
+   * rows' `liquidity` field (null: the item has no score any more), and the position they were
+   * read at; undefined when the journal no longer reaches back that far. The score alone, for
+   * every marketplace's list (api_liquidity_v1), not the listing rows.
+   */
+  async liquidityScores(since: string): Promise<{ position: string; changes: FieldChange[] } | undefined> {
+    return atPosition(this.db, async (trx, state) => {
+      const keys = await changedKeys(trx, state, SCORES_TAG, since);
+      if (keys === undefined) return undefined;
+      const { rows } =
+        keys.names.length === 0
+          ? { rows: [] }
+          : await sql<{ name: string; phase: string; liquidity: string | null }>`
+              SELECT k.name, k.phase, v.liquidity
+              FROM unnest(${keys.names}::text[], ${keys.phases}::text[]) AS k(name, phase)
+              LEFT JOIN api_liquidity_v1 v ON v.market_hash_name = k.name AND v.phase = k.phase`.execute(trx);
+      return {
+        position: formatPosition({ epoch: state.epoch, pos: state.head }),
+        changes: rows.map((r) => ({ key: listKey(r.name, r.phase), fields: { liquidity: r.liquidity } })),
+      };
+    });
+  }
+
+  /**
+   * The tags of the changes committed after position `since` and the position read up to: what
+   * readers of the read model must look at again. `tags` undefined: anything may have changed
+   * (the first read, a journal that no longer reaches back to `since`, or another journal).
+   */
+  async changedTags(since?: string): Promise<{ position: string; tags?: string[] }> {
+    return atPosition(this.db, async (trx, state) => {
+      const position = formatPosition({ epoch: state.epoch, pos: state.head });
+      if (since === undefined || !continues(parsePosition(since), state)) return { position };
+      const from = parsePosition(since).pos;
+      if (from >= state.head) return { position, tags: [] };
+      const { rows } = await sql<{ tag: string }>`
+        SELECT DISTINCT tag FROM api_read_changes_v1 WHERE pos > ${from.toString()}::bigint`.execute(trx);
+      return { position, tags: rows.map((r) => r.tag) };
+    });
   }
 
   /** The catalogue of one marketplace (2.6), as bytes: key → that marketplace's object. */
@@ -408,7 +474,7 @@ export class ReadModel {
         'c.count',
         'c.change_24h',
         'c.change_7d',
-        'c.observed_at',
+        'c.changed_at',
         'b.asks',
         'b.bids',
         'b.observed_at as book_at',
@@ -425,7 +491,7 @@ export class ReadModel {
       count: r.count ?? 0,
       change_24h: r.change_24h,
       change_7d: r.change_7d,
-      updated_at: iso(r.observed_at ?? r.book_at),
+      updated_at: iso(r.changed_at ?? r.book_at),
       order_book:
         r.asks === null
           ? null

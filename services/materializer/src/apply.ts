@@ -27,6 +27,7 @@ import { applyListings, writeImportedHours } from './listings.js';
 import { storeMarkers } from './markers.js';
 import { offsetsMismatchError, storedOffsetMismatch } from './offsets.js';
 import { applyIsolating, failureMessage, sqlState } from './poison.js';
+import { candlesTag, noteReadChanges } from './read-changes.js';
 
 export type MaterializedKind = 'listing' | 'pollCycle' | BookKind;
 
@@ -150,19 +151,20 @@ export async function applyBatch(
       );
     }
     // Readers (the API's body caches) hear of the change when, and only if, it commits, and of
-    // what it touched: `<kind>:<market>` per marketplace of the applied records (the derive path
-    // sends `derived` for what markers change: deriver.ts).
+    // what it touched: `<kind>:<market>` per marketplace of the applied records, listing rows by
+    // their keys and only where a served value changed (read-changes.ts), a listing batch's
+    // candles apart (the derive path notes `derived` for what markers change: deriver.ts).
     const tags = new Set<string>();
     const dataKind = kindOfEvent(kind);
     if (dataKind !== undefined && result.applied > 0) {
       const poisoned = new Set(poisonedRecords);
-      for (const m of goodRecords)
-        if (!poisoned.has(m)) tags.add(readTag(dataKind, (m.value as { market: string }).market));
+      for (const m of goodRecords) {
+        if (poisoned.has(m)) continue;
+        const market = (m.value as { market: string }).market;
+        tags.add(kind === 'listing' ? candlesTag(market) : readTag(dataKind, market));
+      }
     }
-    if (tags.size > 0)
-      await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema() || chr(9) || $1)`, [
-        [...tags].join(','),
-      ]);
+    await noteReadChanges(client, tags);
     await client.query('COMMIT');
     return result;
   } catch (err) {

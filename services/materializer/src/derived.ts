@@ -13,8 +13,9 @@
  * (or when a late close arrives), while changes follow every price update.
  */
 import { DAY_MS, MARKET_CAP_MARKET, MARKETS, startOfUtcDay } from '@skinprices/domain';
-import { snapshotXminAgeSql, usableSnapshotAge, type PoolClient } from '@skinprices/store';
+import type { PoolClient } from '@skinprices/store';
 import { hourPartitionName } from './partitions.js';
+import { snapshotXminAgeSql, usableSnapshotAge } from './snapshot-age.js';
 
 /**
  * The statistics of one item as aggregates over its daily closes `l` (already restricted to the

@@ -47,6 +47,7 @@ import { Backoff, type Logger } from '@skinprices/runtime';
 import { ident, type Pool, type PoolClient } from '@skinprices/store';
 import { dropOldHourPartitions, type LiquidityRefresh } from './derived.js';
 import { applyReadyMarkers, judgePending, judgeQueue, recomputeDerived } from './markers.js';
+import { noteReadChanges } from './read-changes.js';
 
 export type DeriverState = 'idle' | 'deriving' | 'stopping' | 'stopped';
 
@@ -161,10 +162,11 @@ export interface DeriveReport {
   liquidity?: LiquidityRefresh;
 }
 
-/** Tells the API's listeners what a derive transaction changed, when (and only if) it commits. */
-async function notify(client: PoolClient, tags: readonly string[]): Promise<void> {
-  await client.query(`SELECT pg_notify('skinprices_readmodel', current_schema() || chr(9) || $1)`, [tags.join(',')]);
-}
+/**
+ * Tells the API's readers what a derive transaction changed, when (and only if) it commits: the
+ * listing rows and scores it changed are noted by their triggers (read-changes.ts), the rest here.
+ */
+const notify = noteReadChanges;
 
 /**
  * The upkeep looks for tables due every this many of the derive loop's intervals (15 s by
@@ -421,8 +423,8 @@ export class Deriver {
           touched,
         });
         // Readers hear of it when, and only if, it commits: `derived` for the statistics and the
-        // clock (every list, slowly moving), and the tags of the lists whose rows the markers
-        // removed (price changes, like ingest's).
+        // clock (every list, slowly moving), and the tags of what the markers removed (listing
+        // rows by their keys: read-changes.ts).
         if (applied.length > 0) await notify(client, ['derived', ...touched]);
         // Queued by these markers or by any before them (another member's, a restart's): its
         // deferral counts from the oldest row's queued_at, whoever queued it.
@@ -486,8 +488,8 @@ export class Deriver {
     const { done, ms } = await this.locked(client, wait, 'recompute', async () => {
       ran = true;
       const queued = await recomputeDerived(client);
-      // `scores`: the lists read liquidity scores only after this (the API's LiquidityLag).
-      if (queued) await notify(client, ['derived', 'scores']);
+      // The scores that changed are noted by their trigger (the API's LiquidityLag follows them).
+      if (queued) await notify(client, ['derived']);
       return { done: queued ? ['recompute'] : [], liquidity: queued?.liquidity };
     });
     // Committed with the lock held: whatever was queued is recomputed (not so when the lock was

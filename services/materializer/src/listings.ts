@@ -148,15 +148,19 @@ const MERGE = `
     ) a ON true
   ),
   up AS (
-    INSERT INTO listings_current (${LISTING_COLUMNS.join(', ')}, stats_day, ${STATS.join(', ')},
+    INSERT INTO listings_current (${LISTING_COLUMNS.join(', ')}, changed_at, stats_day, ${STATS.join(', ')},
                                   change_24h, change_7d, change_30d, change_90d, is_outlier, confidence)
-    SELECT ${LISTING_COLUMNS.join(', ')}, CASE WHEN new_day THEN d END, b1, b7, b30, b90, a7, a30, a90, m7,
+    SELECT ${LISTING_COLUMNS.join(', ')}, observed_at, CASE WHEN new_day THEN d END, b1, b7, b30, b90, a7, a30, a90, m7,
            pct_change(price, b1), pct_change(price, b7), pct_change(price, b30), pct_change(price, b90),
            -- The outlier guard against the own median in force and the peers as they stand; the
            -- listings marker judges the item's other rows again once this cycle is in.
            listing_outlier(price, own, peer), listing_confidence(price, count, own, peer)
     FROM calc
     ON CONFLICT (market, market_hash_name, phase) DO UPDATE SET ${setExcluded(LISTING_COLUMNS.slice(3))},
+      -- updated_at as served: when the price or count last changed, not when it was last seen.
+      changed_at = CASE WHEN (excluded.price, excluded.count) IS DISTINCT FROM (listings_current.price, listings_current.count)
+                        THEN excluded.observed_at
+                        ELSE coalesce(listings_current.changed_at, listings_current.observed_at) END,
       stats_day = coalesce(excluded.stats_day, listings_current.stats_day),
       ${STATS.map((c) => `${c} = ${kept(c)}`).join(', ')},
       change_24h = pct_change(excluded.price, ${kept('base_1d')}),

@@ -268,7 +268,7 @@ async function applyComplete(client: PoolClient, m: PollCycleRow, options: Marke
 /** Returns how many listings it nulled. */
 async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options: MarkerOptions): Promise<number> {
   const gone = `
-    UPDATE listings_current c SET price = NULL, count = 0, observed_at = $2, cycle_id = $3,
+    UPDATE listings_current c SET price = NULL, count = 0, observed_at = $2, changed_at = $2, cycle_id = $3,
       change_24h = NULL, change_7d = NULL, change_30d = NULL, change_90d = NULL, is_outlier = NULL, confidence = NULL
     FROM listings_current old
     WHERE c.market = $1 AND c.cycle_id <> $3 AND c.observed_at < $2 AND (c.price IS NOT NULL OR c.count > 0)

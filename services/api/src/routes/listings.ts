@@ -32,14 +32,14 @@ export function registerListingRoutes(app: FastifyInstance, ctx: RouteContext): 
       const { market } = req.params;
       const body = await ctx.lists.get(`prices:${market}`, {
         full: async () => {
-          const { snapshot, rows } = await ctx.read.listingRows(market);
-          return { snapshot, rows: rows as ListRow[] };
+          const { position, rows } = await ctx.read.listingRows(market);
+          return { position, rows: rows as ListRow[] };
         },
-        since: async (snapshot, known) => {
-          const r = await ctx.read.listingRows(market, snapshot, known);
-          return { snapshot: r.snapshot, changes: r.rows };
+        since: async (position, known) => {
+          const r = await ctx.read.listingChanges(market, position, known);
+          return r && { position: r.position, changes: r.rows };
         },
-        fields: (snapshot, notBefore) => ctx.scores.since(snapshot, notBefore),
+        fields: (position, notBefore) => ctx.scores.since(position, notBefore),
       });
       return sendBody(req, reply, body, envelopeTail(keyOf(req), getMarket(market).label, body.builtAt));
     },

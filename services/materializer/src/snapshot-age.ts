@@ -2,8 +2,9 @@
  * "Written since a snapshot" by age: a row changed since a snapshot was written by a transaction
  * not older than the snapshot's xmin, so its age (age(xmin), cheap on every row) is not above the
  * xmin's. The exact test, pg_visible_in_snapshot, is wrong for subtransactions, which the ingest
- * path writes under (its poison isolation); see the API's list patches and the materializer's
- * liquidity refresh, the two users.
+ * path writes under (its poison isolation). The liquidity refresh's own bookkeeping (derived.ts),
+ * inside the materializer: no reader of the read model depends on it (readers follow the change
+ * position, migration 0019).
  */
 
 /**

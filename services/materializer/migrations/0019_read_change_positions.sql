@@ -1,0 +1,204 @@
+-- One change position for the read model: every change to a served row gets a number that becomes
+-- visible in commit order, and readers (the API's list bodies and caches) advance by it. This
+-- replaces "rows written since a snapshot" (0011, 0012, 0018: xmin, age() and pg_snapshot in the
+-- read contract), which scanned every row of a marketplace for its age on each list refresh and
+-- which a streaming replica cannot answer for a reader that learns of changes by LISTEN.
+--
+-- read_changes is a journal: one entry per transaction and tag (`listing:<market>` for listing
+-- rows, `scores` for liquidity scores, other tags such as `buyorder:<market>` or `derived` for
+-- what readers rebuild whole), with the keys (name, phase) of the rows whose served values changed,
+-- or NULL keys where the tag names no rows. Its positions come from a sequence drawn under a
+-- transaction-scoped advisory lock taken at COMMIT (a deferred trigger) and held until the commit
+-- ends, the technique of price_change_log (0006): a transaction with a higher position cannot
+-- become visible before one with a lower position, so a reader that sees position n has seen
+-- everything below n it will ever see, on the primary and, in WAL order, on every standby.
+--
+-- Writers do not call anything: statement triggers on the served tables note the keys whose served
+-- values changed (a rewrite with equal values is no change) in a temporary table, and the first
+-- note of a transaction queues the deferred trigger that numbers them at commit. A transaction that
+-- changes nothing served draws no position and takes no lock.
+CREATE SEQUENCE read_change_seq;
+
+CREATE TABLE read_changes (
+  pos       bigint PRIMARY KEY,
+  tag       text NOT NULL,
+  names     text[],
+  phases    text[],
+  logged_at timestamptz NOT NULL DEFAULT now(),
+  CHECK ((names IS NULL) = (phases IS NULL))
+);
+CREATE INDEX read_changes_by_tag ON read_changes (tag, pos);
+
+-- Entries at or below pruned_through are deleted (a reader behind it reads whole again); `epoch`
+-- names this journal, so a reader of a read model rebuilt by `make replay` (a new schema, a new
+-- journal whose numbers restart) knows its position means nothing there.
+CREATE TABLE read_change_state (
+  id             boolean PRIMARY KEY DEFAULT true CHECK (id),
+  pruned_through bigint NOT NULL DEFAULT 0,
+  epoch          text NOT NULL DEFAULT left(replace(gen_random_uuid()::text, '-', ''), 12)
+);
+INSERT INTO read_change_state DEFAULT VALUES;
+
+-- When the row's served price or count last changed (as observed upstream): the `updated_at` the
+-- API serves, equal to the one prices.current.v1 carries for the same change. observed_at stays
+-- the time of the newest observation (what the observed_at guard and the cycle markers compare).
+-- NULL on rows written before this column: their observation time stands.
+ALTER TABLE listings_current ADD COLUMN changed_at timestamptz;
+
+-- Numbers the transaction's noted changes (at COMMIT, deferred) and sends the NOTIFY that wakes
+-- readers (a hint only: readers also poll the position). Every ~1,024 positions, entries older
+-- than 15 minutes are pruned: a reader further behind reads its lists whole again.
+CREATE FUNCTION read_changes_journal() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  tags text[];
+  head bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(7318249051);
+  WITH k AS (SELECT DISTINCT tag, name, phase FROM pg_temp.read_change_keys),
+  j AS (
+    INSERT INTO read_changes (pos, tag, names, phases)
+    SELECT nextval('read_change_seq'), tag,
+           CASE WHEN bool_and(name IS NOT NULL) THEN array_agg(name) END,
+           CASE WHEN bool_and(name IS NOT NULL) THEN array_agg(phase) END
+    FROM k GROUP BY tag
+    RETURNING pos, tag
+  )
+  SELECT array_agg(tag), max(pos) INTO tags, head FROM j;
+  DELETE FROM pg_temp.read_change_keys;
+  IF head IS NULL THEN
+    RETURN NULL;
+  END IF;
+  IF head % 1024 < array_length(tags, 1) THEN
+    WITH gone AS (DELETE FROM read_changes WHERE logged_at < now() - interval '15 minutes' RETURNING pos)
+    UPDATE read_change_state SET pruned_through = greatest(pruned_through, (SELECT max(pos) FROM gone))
+    WHERE EXISTS (SELECT 1 FROM gone);
+  END IF;
+  PERFORM pg_notify('skinprices_readmodel', current_schema() || chr(9) || array_to_string(tags, ','));
+  RETURN NULL;
+END $$;
+
+-- The session's note-taking tables (temporary, emptied at commit), and the row whose insert, once
+-- per transaction, fires read_changes_journal at COMMIT.
+CREATE FUNCTION read_changes_tables() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF to_regclass('pg_temp.read_change_keys') IS NULL THEN
+    CREATE TEMP TABLE read_change_keys (tag text NOT NULL, name text, phase text) ON COMMIT DELETE ROWS;
+    CREATE TEMP TABLE read_change_due (id boolean PRIMARY KEY) ON COMMIT DELETE ROWS;
+    CREATE CONSTRAINT TRIGGER read_changes_at_commit AFTER INSERT ON pg_temp.read_change_due
+      DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION read_changes_journal();
+  END IF;
+END $$;
+
+CREATE FUNCTION read_changes_due() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO pg_temp.read_change_due VALUES (true) ON CONFLICT DO NOTHING;
+END $$;
+
+-- Tags whose readers rebuild whole (no keys): the ingest path notes what each batch touched.
+CREATE FUNCTION note_read_changes(tags text[]) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF coalesce(array_length(tags, 1), 0) = 0 THEN
+    RETURN;
+  END IF;
+  PERFORM read_changes_tables();
+  INSERT INTO pg_temp.read_change_keys (tag) SELECT unnest(tags);
+  PERFORM read_changes_due();
+END $$;
+
+-- The served columns of a listing row: a rewrite that changes none of them is no change.
+CREATE FUNCTION listing_served(c listings_current) RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT ARRAY[c.price::text, c.count::text, c.exterior, c.stattrak::text, c.souvenir::text, c.template_id::text,
+               c.item_page_url, c.changed_at::text, c.change_24h::text, c.change_7d::text, c.change_30d::text,
+               c.change_90d::text, c.avg_7d::text, c.avg_30d::text, c.avg_90d::text, c.is_outlier::text,
+               c.confidence::text]
+$$;
+
+CREATE FUNCTION note_listings_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  noted bigint;
+BEGIN
+  PERFORM read_changes_tables();
+  INSERT INTO pg_temp.read_change_keys (tag, name, phase)
+  SELECT 'listing:' || market, market_hash_name, phase FROM new_rows;
+  GET DIAGNOSTICS noted = ROW_COUNT;
+  IF noted > 0 THEN
+    PERFORM read_changes_due();
+  END IF;
+  RETURN NULL;
+END $$;
+
+CREATE FUNCTION note_listings_updated() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  noted bigint;
+BEGIN
+  PERFORM read_changes_tables();
+  INSERT INTO pg_temp.read_change_keys (tag, name, phase)
+  SELECT 'listing:' || n.market, n.market_hash_name, n.phase
+  FROM new_rows n JOIN old_rows o USING (market, market_hash_name, phase)
+  WHERE listing_served(n) IS DISTINCT FROM listing_served(o);
+  GET DIAGNOSTICS noted = ROW_COUNT;
+  IF noted > 0 THEN
+    PERFORM read_changes_due();
+  END IF;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER listings_inserted AFTER INSERT ON listings_current
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION note_listings_inserted();
+CREATE TRIGGER listings_updated AFTER UPDATE ON listings_current
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION note_listings_updated();
+
+-- Liquidity scores: inserted, changed (refreshLiquidity writes only changed ones) or deleted.
+CREATE FUNCTION note_scores() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  noted bigint;
+BEGIN
+  PERFORM read_changes_tables();
+  INSERT INTO pg_temp.read_change_keys (tag, name, phase)
+  SELECT 'scores', market_hash_name, phase FROM changed_rows;
+  GET DIAGNOSTICS noted = ROW_COUNT;
+  IF noted > 0 THEN
+    PERFORM read_changes_due();
+  END IF;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER scores_inserted AFTER INSERT ON item_liquidity_score
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION note_scores();
+CREATE TRIGGER scores_updated AFTER UPDATE ON item_liquidity_score
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION note_scores();
+CREATE TRIGGER scores_deleted AFTER DELETE ON item_liquidity_score
+  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION note_scores();
+
+-- The read contract without transaction internals: the xid and age columns go (only the API read
+-- them, and it reads positions now), changed_at comes. Dropped and created, since a view cannot
+-- lose columns in place; the API of this version reads only these.
+DROP VIEW api_listings_v1;
+CREATE VIEW api_listings_v1 AS
+SELECT c.market, c.market_hash_name, c.phase, item_id(c.market_hash_name, c.phase) AS id, c.price, c.count,
+       c.exterior, c.stattrak, c.souvenir, c.template_id, c.item_page_url, c.observed_at,
+       coalesce(c.changed_at, c.observed_at) AS changed_at,
+       c.change_24h, c.change_7d, c.change_30d, c.change_90d, c.avg_7d, c.avg_30d, c.avg_90d,
+       l.score AS liquidity, c.is_outlier, c.confidence
+FROM listings_current c
+LEFT JOIN item_liquidity_score l USING (market_hash_name, phase);
+
+DROP VIEW api_liquidity_v1;
+CREATE VIEW api_liquidity_v1 AS
+SELECT market_hash_name, phase, score AS liquidity FROM item_liquidity_score;
+
+CREATE VIEW api_read_changes_v1 AS
+SELECT pos, tag, names, phases FROM read_changes;
+
+CREATE VIEW api_read_change_state_v1 AS
+SELECT epoch, pruned_through FROM read_change_state;
+
+DROP FUNCTION xid8_of(xid);
