@@ -13,8 +13,8 @@
  * as reliability/broker-kill.ts does) and stopped again only if this file started it; the schema
  * registry of the single-node stack is used as is (it keeps its schemas in PostgreSQL).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createConnection, createServer } from 'node:net';
+import { spawn } from 'node:child_process';
+import { createConnection } from 'node:net';
 import { API_MIGRATIONS_DIR, KeyStore, ReadModel } from '@skinprices/api';
 import type { MarketSlug } from '@skinprices/domain';
 import { createKafka, deleteTopics, ensureTopics, topicDefinitions, topicFor, waitForKafka } from '@skinprices/events';
@@ -32,6 +32,7 @@ import { loadMigrations, migrate, type Pool } from '@skinprices/store';
 import { AssignerProtocol, type Admin } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { materializerEnv, startPoller, startSimulator, type Sim } from '../support/pipeline.js';
+import { freePort, startService, type Service } from '../support/services.js';
 import { TestStack, uniqueName } from '../support/stack.js';
 
 const CLUSTER = process.env.SCALE_OUT_BROKERS ?? '127.0.0.1:19092,127.0.0.1:29092,127.0.0.1:39092';
@@ -65,15 +66,6 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
   }
 }
 
-/** A loopback port nothing listens on now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 /** Redis answers PING (the APIs would otherwise answer every request with an error). */
 async function redisAnswers(url: string): Promise<boolean> {
   const { hostname, port } = new URL(url);
@@ -104,46 +96,6 @@ function kafkaSh(cmd: 'start' | 'stop' | 'status'): Promise<{ code: number | nul
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     child.once('exit', (code) => resolve({ code, output }));
   });
-}
-
-/** A service as deployed (`node --import tsx <main>`), its output kept for the failure message. */
-interface Service {
-  name: string;
-  child: ChildProcess;
-  output: () => string;
-  alive: () => boolean;
-  /** SIGTERM, SIGKILL after 20 s; the exit code (null: killed). */
-  stop: () => Promise<number | null>;
-}
-
-function startService(name: string, main: string, env: Record<string, string>): Service {
-  const child = spawn(process.execPath, ['--import', 'tsx', main], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const keep = (c: Buffer) => {
-    output = (output + c.toString()).slice(-20_000);
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const alive = () => child.exitCode === null && child.signalCode === null;
-  return {
-    name,
-    child,
-    output: () => output,
-    alive,
-    async stop() {
-      if (alive()) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      return exited;
-    },
-  };
 }
 
 /** Sum of a Prometheus counter over all its series, from a /metrics text. */

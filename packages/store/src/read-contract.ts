@@ -13,7 +13,8 @@
  */
 
 /** The column types the contract uses (format_type's names, without modifiers; timestamptz abbreviated). */
-export type PgType = 'text' | 'text[]' | 'integer' | 'bigint' | 'numeric' | 'boolean' | 'timestamptz' | 'jsonb' | 'bytea';
+export type PgType =
+  'text' | 'text[]' | 'integer' | 'bigint' | 'numeric' | 'boolean' | 'timestamptz' | 'jsonb' | 'bytea';
 /** A column as a contract writes it: its type, with `?` when it can be NULL. */
 export type Column = PgType | `${PgType}?`;
 /** Relations (views or tables) → columns → Column. */

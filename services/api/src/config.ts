@@ -41,7 +41,7 @@ export const apiConfigSchema = z
       .default('true')
       .transform((v) => v === 'true')
       .describe(
-        'LISTEN for the materializer\'s and the key table\'s notifications (false where LISTEN is refused, e.g. a hot standby: changes arrive by CHANGE_POLL_MS, keys are reloaded every 5 s)',
+        "LISTEN for the materializer's and the key table's notifications (false where LISTEN is refused, e.g. a hot standby: changes arrive by CHANGE_POLL_MS, keys are reloaded every 5 s)",
       ),
     DB_POOL_SIZE: intFromEnv(1, 100).default(8).describe('PostgreSQL connections for reads'),
     WHOLE_READS_AT_ONCE: intFromEnv(1, 64)

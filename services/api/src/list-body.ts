@@ -727,7 +727,8 @@ export class ListBodyCache {
     // The next slice as soon as the list may refresh again (minAgeMs, a slice's own cost).
     if (pending.size > 0) this.owe(name, Date.now());
     // Moved and not read (not due yet): read once they are, even if nothing else moves.
-    else if (source.fields && lagMs !== undefined && liquidity.derived !== derived) this.owe(name, liquidity.at + lagMs);
+    else if (source.fields && lagMs !== undefined && liquidity.derived !== derived)
+      this.owe(name, liquidity.at + lagMs);
     this.lookAgain();
     return { ...previous, position, liquidity, pending, queuedMs: 0 };
   }
