@@ -106,8 +106,11 @@ describe('materializer: 92 days of history, changes and averages', () => {
       const k = keyOf(row as unknown as Truth);
       const byDay = closes.get(k) ?? new Map<number, string>();
       const price = now.get(k) ?? null;
+      // The base: the last close at or before the day n days back (none that old: null).
       const change = (n: number) => {
-        const base = byDay.get(lastDay - n);
+        let baseDay = -Infinity;
+        for (const day of byDay.keys()) if (day <= lastDay - n && day > baseDay) baseDay = day;
+        const base = byDay.get(baseDay);
         return price === null || base === undefined ? null : round(new Decimal(price).minus(base).times(100).div(base));
       };
       const avg = (n: number) => {

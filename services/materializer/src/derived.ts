@@ -4,12 +4,13 @@
  * function of the tables and its explicit `now`: no wall clock, so replays agree.
  *
  * Definitions (design.md "Materialisation rules"; D = the row's stats day, a UTC date):
- *   base_Nd   = close of day D − N                   (N = 1, 7, 30, 90; change_24h uses base_1d)
+ *   base_Nd   = the last close at or before day D − N (N = 1, 7, 30, 90; change_24h uses base_1d):
+ *               an item not listed on that very day is compared with its last price before it
  *   change_Nd = (price − base_Nd) / base_Nd × 100     rounded to 2 decimals, half away from zero
  *   avg_Nd    = mean of the closes of days D−N … D−1  rounded likewise (days without close skipped)
  *   median_7d = the median close of days D−7 … D−1 (percentile_disc: an actual close; at least 3
  *               closes): the outlier guard's own reference (migrations/0007)
- * Each is NULL without its inputs. Statistics only read closed days, so they change once a day
+ * Each is NULL without its inputs (a base: no close that old at all). Statistics only read closed days, so they change once a day
  * (or when a late close arrives), while changes follow every price update.
  */
 import { DAY_MS, MARKET_CAP_MARKET, MARKETS, startOfUtcDay } from '@skinprices/domain';
@@ -19,19 +20,42 @@ import { snapshotXminAgeSql, usableSnapshotAge } from './snapshot-age.js';
 
 /**
  * The statistics of one item as aggregates over its daily closes `l` (already restricted to the
- * 90 days before the stats day `d`): bases b1 b7 b30 b90 and averages a7 a30 a90.
+ * 90 days before the stats day `d`): the bases found within those days (b1w b7w b30w b90w: the
+ * close of the latest day at or before d − N; NULL when the window has none, see lastCloseBefore)
+ * and averages a7 a30 a90. A base is the max of [day − d, close] pairs: arrays compare element by
+ * element, so the latest day wins, in one pass without sorting the closes.
  */
 export function statsAggregates(l: string, d: string): string {
-  return `max(${l}.close) FILTER (WHERE ${l}.day = ${d} - 1) AS b1,
-          max(${l}.close) FILTER (WHERE ${l}.day = ${d} - 7) AS b7,
-          max(${l}.close) FILTER (WHERE ${l}.day = ${d} - 30) AS b30,
-          max(${l}.close) FILTER (WHERE ${l}.day = ${d} - 90) AS b90,
+  const latest = (n: number) =>
+    `(max(ARRAY[(${l}.day - ${d})::numeric, ${l}.close]) FILTER (WHERE ${l}.day <= ${d} - ${n}))[2]`;
+  return `${latest(1)} AS b1w,
+          ${latest(7)} AS b7w,
+          ${latest(30)} AS b30w,
+          max(${l}.close) FILTER (WHERE ${l}.day = ${d} - 90) AS b90w,
           round(avg(${l}.close) FILTER (WHERE ${l}.day >= ${d} - 7), 2) AS a7,
           round(avg(${l}.close) FILTER (WHERE ${l}.day >= ${d} - 30), 2) AS a30,
           round(avg(${l}.close), 2) AS a90,
           CASE WHEN count(${l}.close) FILTER (WHERE ${l}.day >= ${d} - 7) >= 3
                THEN percentile_disc(0.5) WITHIN GROUP (ORDER BY ${l}.close) FILTER (WHERE ${l}.day >= ${d} - 7) END AS m7`;
 }
+
+/**
+ * The bases of a row whose statistics `a` (statsAggregates) found in the 90-day window, completed
+ * with the last close before the window (`o`, lastCloseBefore): b1 b7 b30 b90.
+ */
+export const statsBases = (a: string, o: string): string =>
+  [1, 7, 30, 90].map((n) => `coalesce(${a}.b${n}w, ${o}.close) AS b${n}`).join(', ');
+
+/**
+ * A lateral probe for the last close before the 90-day window of the stats day `d` of the item
+ * `k` (market, market_hash_name, phase): one index step back, taken only when the window holds no
+ * close for day d − 90 (`a.b90w`), so only for items not listed every day.
+ */
+export const lastCloseBefore = (k: string, d: string, a: string, when = 'true'): string =>
+  `SELECT o.close FROM listing_daily o
+   WHERE ${when} AND ${a}.b90w IS NULL AND o.market = ${k}.market AND o.market_hash_name = ${k}.market_hash_name
+     AND o.phase = ${k}.phase AND o.day < ${d} - 90
+   ORDER BY o.day DESC LIMIT 1`;
 
 /**
  * Recomputes the statistics of the listings rows selected by `targets`, a query returning
@@ -48,6 +72,10 @@ export async function refreshStats(client: PoolClient, targets: string, params: 
          ON l.market = t.market AND l.market_hash_name = t.market_hash_name AND l.phase = t.phase
         AND l.day >= t.d - 90 AND l.day < t.d
        GROUP BY t.market, t.market_hash_name, t.phase, t.d
+     ),
+     b AS (
+       SELECT a.market, a.market_hash_name, a.phase, a.d, a.a7, a.a30, a.a90, a.m7, ${statsBases('a', 'o')}
+       FROM a LEFT JOIN LATERAL (${lastCloseBefore('a', 'a.d', 'a')}) o ON true
      ),
      -- The outlier guard's peer reference of each target (see the listings merge).
      peers AS (
@@ -66,7 +94,7 @@ export async function refreshStats(client: PoolClient, targets: string, params: 
        -- A new own reference: judge the price against it (and the peers as they stand) again.
        is_outlier = listing_outlier(c.price, a.m7, a.peer),
        confidence = listing_confidence(c.price, c.count, a.m7, a.peer)
-     FROM (SELECT a.*, peers.peer FROM a LEFT JOIN peers USING (market, market_hash_name, phase)) a
+     FROM (SELECT b.*, peers.peer FROM b LEFT JOIN peers USING (market, market_hash_name, phase)) a
      WHERE c.market = a.market AND c.market_hash_name = a.market_hash_name AND c.phase = a.phase
        -- Only rows whose values move are written: a rewrite with equal values is a new row
        -- version all the same, which the API's patched lists read as a change (and autovacuum

@@ -7,7 +7,7 @@ import { DAY_MS, marketItemKey, startOfUtcDay } from '@skinprices/domain';
 import type { DecodedMessage, HistoryPointEvent, ListingEvent } from '@skinprices/events';
 import type { CopyValue, PoolClient } from '@skinprices/store';
 import { setExcluded, stage } from './stage.js';
-import { refreshStats, statsAggregates } from './derived.js';
+import { lastCloseBefore, refreshStats, statsAggregates, statsBases } from './derived.js';
 import { ensureHourPartitions } from './partitions.js';
 
 /** The staged columns of a listing event, in COPY order (the benchmark's raw COPY uses them too). */
@@ -138,7 +138,7 @@ const MERGE = `
   -- MATERIALIZED: own and peer are plain columns for the guard below; pasted in as expressions
   -- they would make listing_confidence (which reads each more than once) too costly to inline.
   calc AS MATERIALIZED (
-    SELECT st.*, a.*, peers.peer,
+    SELECT st.*, a.*, ${statsBases('a', 'o')}, peers.peer,
            CASE WHEN st.new_day THEN a.m7 ELSE st.old_median_7d END AS own
     FROM st LEFT JOIN peers USING (market, market_hash_name, phase) LEFT JOIN LATERAL (
       SELECT ${statsAggregates('l', 'st.d')}
@@ -146,6 +146,7 @@ const MERGE = `
       WHERE st.new_day AND l.market = st.market AND l.market_hash_name = st.market_hash_name
         AND l.phase = st.phase AND l.day >= st.d - 90 AND l.day < st.d
     ) a ON true
+    LEFT JOIN LATERAL (${lastCloseBefore('st', 'st.d', 'a', 'st.new_day')}) o ON true
   ),
   up AS (
     INSERT INTO listings_current (${LISTING_COLUMNS.join(', ')}, changed_at, stats_day, ${STATS.join(', ')},
