@@ -38,6 +38,11 @@ export interface Body {
   builtAt: number;
   /** Per-request tails already seen for this body (see `tailOf`). */
   tails: Map<string, Tail>;
+  /**
+   * For a marketplace's list: when its upstream list was last confirmed complete (the last
+   * complete listings cycle's end, upstream time), as of the data in the body; null: never.
+   */
+  confirmedAt?: Date | null;
 }
 
 /** The per-key end of a body: plain, and as the rest of the body's gzip member; the ETag of head + tail. */

@@ -373,8 +373,11 @@ function applyFields(
  * names since a position (changes/position.ts).
  */
 export interface ListSource {
-  /** Every row of the list, in its order, and the change position they were read at. */
-  full(): Promise<{ position: string; rows: ListRow[] }>;
+  /**
+   * Every row of the list, in its order, the change position they were read at, and when the
+   * list was last confirmed complete as of that read (Body.confirmedAt).
+   */
+  full(): Promise<{ position: string; rows: ListRow[]; confirmedAt?: Date | null }>;
   /**
    * The rows changed since `position` (JSON null: gone) and the position they were read at;
    * `known` tells which keys the list holds, so that only the others are given their place
@@ -384,7 +387,7 @@ export interface ListSource {
   since(
     position: string,
     known: (key: string) => boolean,
-  ): Promise<{ position: string; changes: RowChange[] } | undefined>;
+  ): Promise<{ position: string; changes: RowChange[]; confirmedAt?: Date | null } | undefined>;
   /**
    * The fields that move without their row (liquidity scores) changed since `position`, for every
    * key that has them, and the position they were read at (undefined as for `since`). Absent: a
@@ -663,8 +666,10 @@ export class ListBodyCache {
     const asked = performance.now();
     const build = async () => {
       const queuedMs = performance.now() - asked;
-      const { position, rows } = await source.full();
-      return { position, list: await SegmentedList.build(rows), rows: rows.length, queuedMs };
+      const { position, rows, confirmedAt } = await source.full();
+      const list = await SegmentedList.build(rows);
+      list.body.confirmedAt = confirmedAt;
+      return { position, list, rows: rows.length, queuedMs };
     };
     const { position, list, rows, queuedMs } = await (this.builds ? this.builds.run(build) : build());
     this.refreshes.rebuilds++;
@@ -714,6 +719,7 @@ export class ListBodyCache {
     const { slice, segments } = fieldSlice(list, pending);
     const patchStarted = performance.now();
     if (!(await list.patch(changes, slice))) return 'refused';
+    list.body.confirmedAt = read.confirmedAt;
     for (const c of slice) pending.delete(c.key);
     this.refreshes.patches++;
     this.refreshes.rowsPatched += changes.length + slice.length;

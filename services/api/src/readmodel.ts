@@ -184,6 +184,20 @@ function listingRow(r: ListingRow): Record<string, unknown> {
   return o;
 }
 
+/**
+ * When the marketplace's listings were last confirmed complete (its last complete cycle's end,
+ * upstream time), as the caller's transaction sees it; null: never.
+ */
+async function confirmedAt(trx: ReadDb, market: string): Promise<Date | null> {
+  const row = await trx
+    .selectFrom('api_freshness_v1')
+    .select('last_complete_at')
+    .where('market', '=', market)
+    .where('kind', '=', 'LISTINGS')
+    .executeTakeFirst();
+  return row?.last_complete_at ?? null;
+}
+
 /** A listing row as a list body's row: its key and JSON, JSON null when it has no price. */
 function rowChange(r: ListingRow): RowChange {
   const key = listKey(r.market_hash_name, r.phase);
@@ -268,7 +282,7 @@ export class ReadModel {
    * One marketplace's price list for a patched body (list-body.ts): every priced row in list order,
    * and the change position they were read at (one repeatable-read transaction).
    */
-  async listingRows(market: MarketSlug): Promise<{ position: string; rows: RowChange[] }> {
+  async listingRows(market: MarketSlug): Promise<{ position: string; rows: RowChange[]; confirmedAt: Date | null }> {
     return atPosition(this.db, async (trx, state) => {
       const rows = await trx
         .selectFrom('api_listings_v1')
@@ -278,7 +292,11 @@ export class ReadModel {
         .orderBy('market_hash_name')
         .orderBy('phase')
         .execute();
-      return { position: formatPosition({ epoch: state.epoch, pos: state.head }), rows: rows.map(rowChange) };
+      return {
+        position: formatPosition({ epoch: state.epoch, pos: state.head }),
+        rows: rows.map(rowChange),
+        confirmedAt: await confirmedAt(trx, market),
+      };
     });
   }
 
@@ -293,12 +311,13 @@ export class ReadModel {
     since: string,
     /** Keys the caller's list holds: rows of theirs need no predecessor. */
     known: (key: string) => boolean,
-  ): Promise<{ position: string; rows: RowChange[] } | undefined> {
+  ): Promise<{ position: string; rows: RowChange[]; confirmedAt: Date | null } | undefined> {
     return atPosition(this.db, async (trx, state) => {
       const keys = await changedKeys(trx, state, readTag('LISTINGS', market), since);
       if (keys === undefined) return undefined;
       const position = formatPosition({ epoch: state.epoch, pos: state.head });
-      if (keys.names.length === 0) return { position, rows: [] };
+      const confirmed = await confirmedAt(trx, market);
+      if (keys.names.length === 0) return { position, rows: [], confirmedAt: confirmed };
       const { rows } = await sql<ListingRow>`
         SELECT v.* FROM unnest(${keys.names}::text[], ${keys.phases}::text[]) AS k(name, phase)
         JOIN api_listings_v1 v ON v.market = ${market} AND v.market_hash_name = k.name AND v.phase = k.phase`.execute(
@@ -311,6 +330,7 @@ export class ReadModel {
       );
       return {
         position,
+        confirmedAt: confirmed,
         rows: rows.map((r) => {
           const change = rowChange(r);
           if (change.json !== null && after?.has(change.key)) change.after = after.get(change.key) as string | null;

@@ -10,7 +10,7 @@ import type { ListRow } from '../list-body.js';
 import { marketPath, nameQuery, type RouteContext } from './context.js';
 import { BUYORDER_MARKETS, FLOAT_BUYORDER_MARKETS, LIST_MARKETS, slugs } from './exposure.js';
 import { buyorderRowSchema, envelope, FloatBuyorderRow, listingRowSchema, oneShapeOf, responses } from './schemas.js';
-import { envelopeTail, keyFieldsOf, keyOf, sendBody, sendObject } from './send.js';
+import { CONFIRMED_AT, envelopeTail, keyFieldsOf, keyOf, sendBody, sendObject } from './send.js';
 
 const FLOAT = '^(0(\\.\\d{1,20})?|1(\\.0{1,20})?)$';
 
@@ -25,6 +25,10 @@ export function registerListingRoutes(app: FastifyInstance, ctx: RouteContext): 
         response: responses({
           ok: envelope(oneShapeOf(LIST_MARKETS.map(listingRowSchema), 'the row shape of the marketplace')),
           etag: true,
+          okHeaders: {
+            [CONFIRMED_AT]:
+              "when the marketplace's whole list was last confirmed complete upstream, as of this answer's data (absent: never); a row's updated_at is when its price or count last changed",
+          },
         }),
       },
     },
@@ -32,12 +36,12 @@ export function registerListingRoutes(app: FastifyInstance, ctx: RouteContext): 
       const { market } = req.params;
       const body = await ctx.lists.get(`prices:${market}`, {
         full: async () => {
-          const { position, rows } = await ctx.read.listingRows(market);
-          return { position, rows: rows as ListRow[] };
+          const { position, rows, confirmedAt } = await ctx.read.listingRows(market);
+          return { position, rows: rows as ListRow[], confirmedAt };
         },
         since: async (position, known) => {
           const r = await ctx.read.listingChanges(market, position, known);
-          return r && { position: r.position, changes: r.rows };
+          return r && { position: r.position, changes: r.rows, confirmedAt: r.confirmedAt };
         },
         fields: (position, notBefore) => ctx.scores.since(position, notBefore),
       });

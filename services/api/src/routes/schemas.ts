@@ -23,6 +23,16 @@ export const DecOrNull = Type.Unsafe<string | null>({
   description: 'decimal string, or null',
 });
 export const Ts = Type.String({ format: 'date-time', description: 'YYYY-MM-DDTHH:mm:ss.sssZ' });
+/**
+ * A listing's `updated_at`: when its price or count last changed, as observed upstream — the same
+ * instant prices.current.v1 carries — not when it was last seen unchanged (a list's answer header
+ * `listings-confirmed-at` tells that).
+ */
+const ChangedTs = Type.String({
+  format: 'date-time',
+  description:
+    'when the price or count last changed, as observed upstream (YYYY-MM-DDTHH:mm:ss.sssZ); an unchanged row keeps it: the answer header listings-confirmed-at says when the whole list was last confirmed',
+});
 export const TsOrNull = Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time' });
 export const Day = Type.String({ format: 'date', description: 'YYYY-MM-DD (UTC)' });
 export const IntOrNull = Type.Unsafe<number | null>({ type: ['integer', 'null'] });
@@ -103,7 +113,7 @@ export function listingRowSchema(market: Market): TSchema {
     ...stats,
     count: Type.Integer({ description: 'active listings' }),
     phase: Type.String({ description: 'empty when none' }),
-    updated_at: Ts,
+    updated_at: ChangedTs,
     liquidity: DecOrNull,
   };
   if (market.templateIdField)
@@ -137,7 +147,7 @@ export function catalogueEntrySchema(market: Market): TSchema {
     count: Type.Integer(),
     ...stats,
     liquidity: DecOrNull,
-    updated_at: Ts,
+    updated_at: ChangedTs,
     phase: Type.String(),
     ...quality,
   });
@@ -314,6 +324,8 @@ export interface ResponseSpec {
   body?: boolean;
   /** Statuses beyond the common ones, or common ones with a more precise description. */
   more?: Record<number, string>;
+  /** Headers of the 200 answer beyond the common ones, by name: what each tells. */
+  okHeaders?: Record<string, string>;
 }
 
 /** Fastify's `schema.response`: every status the route can answer, each with its body. */
@@ -322,6 +334,16 @@ export function responses(spec: ResponseSpec): Record<string, unknown> {
   return {
     200: {
       description: spec.okDescription ?? 'OK',
+      ...(spec.okHeaders
+        ? {
+            headers: Object.fromEntries(
+              Object.entries(spec.okHeaders).map(([name, description]) => [
+                name,
+                { description, schema: { type: 'string', format: 'date-time' } },
+              ]),
+            ),
+          }
+        : {}),
       content: { [spec.okType ?? 'application/json']: { schema: spec.ok } },
     },
     ...(spec.etag

@@ -14,6 +14,14 @@ import type { ApiKey } from '../keys.js';
 export const CACHE_CONTROL = 'public, max-age=30';
 export const VARY = 'accept-encoding, x-api-key, authorization';
 
+/**
+ * A marketplace list's answer header: when the marketplace's whole list was last confirmed
+ * complete upstream (its last complete listings cycle), as of the data in the answer. A row's
+ * `updated_at` is when its price or count last changed; this says how recently an unchanged row
+ * was seen to be unchanged.
+ */
+export const CONFIRMED_AT = 'listings-confirmed-at';
+
 /** The key the onRequest hook authenticated (every keyed route runs after it). */
 export const keyOf = (req: FastifyRequest): ApiKey => req.apiKey as ApiKey;
 
@@ -47,6 +55,7 @@ export function sendBody(
     vary: VARY,
     'content-type': 'application/json; charset=utf-8',
   };
+  if (body.confirmedAt) headers[CONFIRMED_AT] = body.confirmedAt.toISOString();
   if (req.headers['if-none-match'] === tail.etag) return reply.code(304).headers(headers).send();
   const gzip = /\bgzip\b/.test(req.headers['accept-encoding'] ?? '');
   if (gzip) headers['content-encoding'] = 'gzip';
