@@ -6,7 +6,9 @@
  * - a real market-wide move (every CNY marketplace at 10 %) is not, once the marketplaces have
  *   reported it — while only the first has, that one is flagged, and the listings markers judge
  *   it again as the others come in;
- * - the market cap leaves a flagged CN-A price out of its hour (and would have counted it).
+ * - the market cap leaves a flagged CN-A price out of its hour (and would have counted it);
+ * - a price's updated_at is when it last changed, the same on prices.current.v1 and in the API,
+ *   and a FULL cycle that sends it again unchanged moves only the list's listings-confirmed-at.
  */
 import { Dec, type MarketSlug } from '@skinprices/domain';
 import { topicFor } from '@skinprices/events';
@@ -198,5 +200,58 @@ describe('the outlier guard', () => {
     expect(after.market_cap).toBe(
       new Dec(before.market_cap).minus(new Dec(old.price as string).times(old.count)).toFixed(2),
     );
+  }, 120_000);
+
+  it('updated_at is when the price last changed, equal on prices.current.v1 and in the API; a FULL cycle re-confirms the list, not the row', async () => {
+    const { rows } = await pool.query<{ market_hash_name: string; price: string }>(
+      `SELECT market_hash_name, price::text FROM listings_current
+       WHERE market = 'cn-d' AND phase = '' AND price IS NOT NULL AND NOT (market_hash_name = ANY($1))
+       ORDER BY market_hash_name LIMIT 1`,
+      [[lone, moved, capped]],
+    );
+    const item = rows[0]?.market_hash_name as string;
+    const changed = new Dec(rows[0]?.price as string).plus('0.37').toFixed(2);
+    await override('cn-d', item, changed, 4);
+    await advance(60_000);
+    await cycle('cn-d');
+    const topic = `${topicFor('currentPrice').name}${suffix}`;
+    const records = await readTopic(stack, topic, 'currentPrice', (e) =>
+      e.some((r) => r.market === 'cn-d' && r.market_hash_name === item && r.price === changed),
+    );
+    const record = records.find((r) => r.market === 'cn-d' && r.market_hash_name === item && r.price === changed);
+    const published = new Date(record?.updated_at as unknown as string | number).toISOString();
+    const list = async () => {
+      const res = await app.inject({ method: 'GET', url: '/v1/prices/cn-d', headers: { 'x-api-key': key } });
+      expect(res.statusCode).toBe(200);
+      const row = (res.json().data as { market_hash_name: string; updated_at: string; price: string }[]).find(
+        (r) => r.market_hash_name === item,
+      );
+      return { row, confirmed: res.headers['listings-confirmed-at'] as string };
+    };
+    const first = await list();
+    expect(first.row).toMatchObject({ price: changed, updated_at: published });
+    // Every 12th cycle is FULL (FAST.fullEvery): every row is sent again, this one unchanged.
+    const lastCycle = async () =>
+      (
+        await pool.query<{ mode: string; finished_at: Date }>(
+          `SELECT mode, finished_at FROM poll_cycles WHERE market = 'cn-d' AND kind = 'LISTINGS' ORDER BY finished_at DESC LIMIT 1`,
+        )
+      ).rows;
+    let cycles = await lastCycle();
+    for (let n = 0; n < 12 && cycles[0]?.mode !== 'FULL'; n++) {
+      await advance(60_000);
+      await cycle('cn-d');
+      cycles = await lastCycle();
+    }
+    expect(cycles[0]?.mode).toBe('FULL');
+    // A list is served while its refresh runs (stale-while-revalidate): asked again, as a client does.
+    const confirmed = cycles[0]?.finished_at.toISOString();
+    let again = await list();
+    for (const deadline = Date.now() + 5_000; again.confirmed !== confirmed && Date.now() < deadline;)
+      again = await new Promise((r) => setTimeout(r, 100)).then(list);
+    expect(again.row).toMatchObject({ price: changed, updated_at: published });
+    expect(again.confirmed).toBe(confirmed);
+    expect(Date.parse(again.confirmed)).toBeGreaterThan(Date.parse(published));
+    expect(Date.parse(again.confirmed)).toBeGreaterThan(Date.parse(first.confirmed));
   }, 120_000);
 });
