@@ -132,9 +132,17 @@ interface Run {
   freshness_metrics: Record<string, number>;
   /**
    * Rows of the six lists' marketplaces observed anew, liquidity rows (inputs) changed and shown
-   * liquidity scores changed, meanwhile.
+   * liquidity scores changed, meanwhile; and, from the change journal (materializer migration
+   * 0019), the served rows of the six lists that changed: `journal_listing_rows` (listing rows
+   * whose served values changed), `journal_score_rows` (a changed score counts once per list that
+   * shows the item), `price_changes` (the change log's real price or count changes of those
+   * marketplaces).
    */
   freshness_churn: Record<string, number>;
+  /** Served rows changed per real price change meanwhile (journal rows over price_changes). */
+  rows_changed_per_price_change: number | null;
+  /** Rows the lists' patches read per served row changed (their refresh rows over the journal's). */
+  api_rows_read_per_change: number | null;
 }
 
 /** `name{labels} value` lines of a Prometheus text answer whose name starts with one of `prefixes`. */
@@ -167,6 +175,9 @@ const WATCHED = [
   'api_list_body_refresh_rows_sum',
   'api_list_body_patched_rows',
 ];
+
+/** A phase with at least this many real price changes in the six lists held one of the simulator's bursts. */
+const BURST_CHANGES = 5_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -399,6 +410,8 @@ async function platformRun(run: number): Promise<Run> {
         changes: [],
         freshness_metrics: {},
         freshness_churn: {},
+        rows_changed_per_price_change: null,
+        api_rows_read_per_change: null,
       };
 
     // ---- freshness: single changes in the steady state ---------------------------------------
@@ -528,10 +541,18 @@ async function platformRun(run: number): Promise<Run> {
       `SELECT (SELECT count(*) FROM ${tag}.listings_current WHERE market = ANY($1) AND price IS NOT NULL) AS listed,
               (SELECT count(*) FROM ${tag}.listings_current WHERE market = ANY($1) AND observed_at >= $2) AS observed,
               (SELECT count(*) FROM ${tag}.item_liquidity WHERE as_of >= $2) AS liquidity,
-              (SELECT count(*) FROM ${tag}.item_liquidity_score WHERE as_of >= $2) AS liquidity_score`,
-      [LIST_MARKETS, freshnessStart],
+              (SELECT count(*) FROM ${tag}.item_liquidity_score WHERE as_of >= $2) AS liquidity_score,
+              (SELECT count(*) FROM ${tag}.read_changes r, unnest(r.names) n
+               WHERE r.logged_at >= $2 AND r.tag = ANY($3)) AS journal_listing_rows,
+              (SELECT count(*) FROM ${tag}.read_changes r, unnest(r.names, r.phases) k(name, phase)
+               JOIN ${tag}.listings_current c ON c.market_hash_name = k.name AND c.phase = k.phase
+                AND c.market = ANY($1) AND c.price IS NOT NULL
+               WHERE r.logged_at >= $2 AND r.tag = 'scores') AS journal_score_rows,
+              (SELECT count(*) FROM ${tag}.price_change_log WHERE logged_at >= $2 AND market = ANY($1)) AS price_changes`,
+      [LIST_MARKETS, freshnessStart, LIST_MARKETS.map((m) => `listing:${m}`)],
     );
     const churn = Object.fromEntries(Object.entries(churnRows[0] ?? {}).map(([k, v]) => [k, Number(v)]));
+    const servedChanged = (churn.journal_listing_rows ?? 0) + (churn.journal_score_rows ?? 0);
     console.log(`run ${run + 1}: rows changed while freshness was measured: ${JSON.stringify(churn)}`);
     await consumer.disconnect();
     await db.end();
@@ -572,6 +593,10 @@ async function platformRun(run: number): Promise<Run> {
       })),
       freshness_metrics: freshnessMetrics,
       freshness_churn: churn,
+      rows_changed_per_price_change: churn.price_changes ? round(servedChanged / churn.price_changes, 2) : null,
+      api_rows_read_per_change: servedChanged
+        ? round((freshnessMetrics['api_list_body_refresh_rows_sum{how="patch"}'] ?? 0) / servedChanged, 3)
+        : null,
     };
   } finally {
     platform.kill('SIGINT');
@@ -623,9 +648,21 @@ process.exit(0);
 
 /** The freshness medians over the runs (none in a cold-only run). */
 function freshnessFigures() {
+  const burst = (r: Run) => (r.freshness_churn.price_changes ?? 0) >= BURST_CHANGES;
+  const p99Of = (rs: Run[]) =>
+    rs.length > 0 ? round(median(rs.map((r) => percentile(r.freshness_ms, 99) / 1000))) : null;
+  const ratios = (xs: (number | null)[]) => xs.filter((x): x is number => x !== null);
+  const calmRatios = ratios(runs.filter((r) => !burst(r)).map((r) => r.rows_changed_per_price_change));
+  const apiRatios = ratios(runs.map((r) => r.api_rows_read_per_change));
   return {
     freshness_p50_s: round(median(runs.map((r) => percentile(r.freshness_ms, 50) / 1000))),
     freshness_p99_s: round(median(runs.map((r) => percentile(r.freshness_ms, 99) / 1000))),
+    // Apart: phases that held a simulator burst (BURST_CHANGES real changes or more) and calm ones.
+    freshness_calm_p99_s: p99Of(runs.filter((r) => !burst(r))),
+    freshness_burst_p99_s: p99Of(runs.filter(burst)),
+    freshness_burst_runs: runs.filter(burst).length,
+    calm_rows_changed_per_price_change: calmRatios.length > 0 ? round(median(calmRatios), 2) : null,
+    api_rows_read_per_change: apiRatios.length > 0 ? round(median(apiRatios), 3) : null,
     freshness_commit_p99_s: splitP99(runs.map((r) => r.freshness_commit_ms)),
     freshness_serve_p99_s: splitP99(runs.map((r) => r.freshness_serve_ms)),
     freshness_missed: runs.reduce((n, r) => n + r.freshness_missed, 0),
