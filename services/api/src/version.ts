@@ -1,8 +1,10 @@
 /*
  * PostgreSQL notifications this process follows on one connection: the materializer's NOTIFY on
- * commit of every batch that changed the read model (bumps the read-model version, which rebuilds
- * cached bodies), and the key table's trigger (reloads the key snapshot). On every (re)connection
- * each subscription fires once, since anything may have changed while nobody listened.
+ * commit of every transaction that changed the read model (wakes the change follower, which reads
+ * what moved from the change journal), its change log's (wakes change streams), and the key
+ * table's trigger (reloads the key snapshot). Every one is a hint: the follower and the streams
+ * poll, the keys are reloaded every few seconds without it. On every (re)connection each
+ * subscription fires once, since anything may have changed while nobody listened.
  *
  *   connecting ──▶ listening ──(connection lost)──▶ backoff ──▶ connecting      stop() ──▶ stopped
  */
@@ -100,9 +102,10 @@ export class PgNotifications {
 
 /**
  * The read model's version as this process knows it, per tag (`listing:cn-a`, `buyorder:cn-b`, …:
- * what a materializer commit touched, named in its NOTIFY) plus a global part bumped by untagged
- * notifications, on every (re)connection of the listener, and every `fallbackMs` (5 min) as a
- * last resort. A body depends on some tags; it is rebuilt only when one of them (or the global
+ * what materializer commits touched, as the change follower reads them from the change journal:
+ * changes/follower.ts) plus a global part bumped when anything may have changed (the follower's
+ * first read, a journal that no longer reaches back to its position), and every `fallbackMs`
+ * (5 min) as a last resort. A body depends on some tags; it is rebuilt only when one of them (or the global
  * part) moved, so a batch of one marketplace no longer rebuilds the megabytes of all the others.
  *
  * `derived` (what every applied cycle marker recomputes: statistics, liquidity, market cap, the
@@ -154,8 +157,8 @@ export class ReadModelVersion {
   }
 
   /**
-   * Untagged notifications and reconnections: anything may have changed, rows deleted included,
-   * so a patched list body (which sees only rows that exist) must be rebuilt. The 5-minute
+   * Untagged bumps (the follower's first read, a journal that no longer reaches back to its
+   * position): anything may have changed, so a patched list body must be rebuilt. The 5-minute
    * fallback is not one: a patch reads every committed change whether notified or not, and
    * counting it here would rebuild every list at once every five minutes (thirteen 33k-row lists,
    * about a CPU-second each, on one event loop: seconds during which no price change is served).

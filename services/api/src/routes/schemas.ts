@@ -73,14 +73,28 @@ export function oneShapeOf(shapes: readonly TSchema[], description?: string): TS
 
 // ---- listing rows (2.3, 2.4), search rows and catalogue entries (2.6) ------------------------------
 
+/** A change in percent against the item's last daily close at or before the base day. */
+const change = (base: string) =>
+  Type.Unsafe<string | null>({
+    type: ['string', 'null'],
+    pattern: DECIMAL_PATTERN,
+    description: `percent change of the price against the item's last daily close at or before ${base} (a day it was not listed counts its last close before it), 2 decimals; null only when it has no close that old`,
+  });
+/** A mean of daily closes. */
+const average = (days: number) =>
+  Type.Unsafe<string | null>({
+    type: ['string', 'null'],
+    pattern: DECIMAL_PATTERN,
+    description: `mean of the item's daily closes of the ${days} days before today (days without a close skipped), 2 decimals; null without any`,
+  });
 const stats = {
-  change_24h: DecOrNull,
-  change_7d: DecOrNull,
-  change_30d: DecOrNull,
-  change_90d: DecOrNull,
-  avg_7d: DecOrNull,
-  avg_30d: DecOrNull,
-  avg_90d: DecOrNull,
+  change_24h: change('yesterday'),
+  change_7d: change('7 days ago'),
+  change_30d: change('30 days ago'),
+  change_90d: change('90 days ago'),
+  avg_7d: average(7),
+  avg_30d: average(30),
+  avg_90d: average(90),
 };
 export type Stats = { [K in keyof typeof stats]: string | null };
 
