@@ -5,12 +5,12 @@
  * the benchmarks' harness (bench/support/harness.ts), which this extends rather than copies.
  */
 import { type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { API_MIGRATIONS_DIR, KeyStore, type CreateKeyInput } from '@skinprices/api';
 import { waitForUrl } from '@skinprices/runtime';
 import { deleteTopics, ensureTopics, topicDefinitions } from '@skinprices/events';
 import { createPool, ensureSchema, migrate } from '@skinprices/store';
+import { freePort } from '../../test/support/services.js';
 import { type TestStack, uniqueName } from '../../test/support/stack.js';
 import { startService, stopProcess, writeResult } from '../../bench/support/harness.js';
 
@@ -131,14 +131,6 @@ export async function runTopics(stack: TestStack): Promise<string> {
   return suffix;
 }
 
-/** A port nothing listens on now (loopback). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Writes the scenario's result (with its seed and mode) and prints one line. */
 export async function writeScenario(args: ChaosArgs, result: Record<string, unknown>): Promise<void> {

@@ -25,8 +25,8 @@ describe('patched list bodies over the read model', () => {
     ({ pool } = await stack.schema());
     await migrate(pool, MIGRATIONS_DIR);
     await pool.query(
-      `INSERT INTO listings_current (market, market_hash_name, phase, currency, price, count, observed_at, cycle_id)
-       SELECT $1, $2::text || ' ' || i, '', 'EUR', 10 + i, 1 + i % 7, now(), 'c1' FROM generate_series(0, $3 - 1) i`,
+      `INSERT INTO listings_current (market, market_hash_name, phase, currency, price, count, observed_at, changed_at, cycle_id)
+       SELECT $1, $2::text || ' ' || i, '', 'EUR', 10 + i, 1 + i % 7, now(), now(), 'c1' FROM generate_series(0, $3 - 1) i`,
       [MARKET, 'seed', ROWS],
     );
     await pool.query(

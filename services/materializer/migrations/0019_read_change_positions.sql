@@ -42,8 +42,10 @@ INSERT INTO read_change_state DEFAULT VALUES;
 -- When the row's served price or count last changed (as observed upstream): the `updated_at` the
 -- API serves, equal to the one prices.current.v1 carries for the same change. observed_at stays
 -- the time of the newest observation (what the observed_at guard and the cycle markers compare).
--- NULL on rows written before this column: their observation time stands.
+-- Rows written before this column take their observation time (and a row written without it, its
+-- observation time in the view).
 ALTER TABLE listings_current ADD COLUMN changed_at timestamptz;
+UPDATE listings_current SET changed_at = observed_at;
 
 -- Numbers the transaction's noted changes (at COMMIT, deferred) and sends the NOTIFY that wakes
 -- readers (a hint only: readers also poll the position). Every ~1,024 positions, entries older
@@ -78,96 +80,75 @@ BEGIN
   RETURN NULL;
 END $$;
 
--- The session's note-taking tables (temporary, emptied at commit), and the row whose insert, once
--- per transaction, fires read_changes_journal at COMMIT.
-CREATE FUNCTION read_changes_tables() RETURNS void
+-- Notes keys — (tag, name, phase) triples; NULL names: the whole tag — as changed by the running
+-- transaction, in the session's note-taking table (temporary, emptied at commit), and queues
+-- read_changes_journal for its COMMIT: the first row of read_change_due fires it, once. The
+-- transaction-local setting says it is queued (a rolled-back savepoint takes both back).
+CREATE FUNCTION note_changes(tags text[], names text[], phases text[]) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
+  IF coalesce(cardinality(tags), 0) = 0 THEN
+    RETURN;
+  END IF;
   IF to_regclass('pg_temp.read_change_keys') IS NULL THEN
     CREATE TEMP TABLE read_change_keys (tag text NOT NULL, name text, phase text) ON COMMIT DELETE ROWS;
     CREATE TEMP TABLE read_change_due (id boolean PRIMARY KEY) ON COMMIT DELETE ROWS;
     CREATE CONSTRAINT TRIGGER read_changes_at_commit AFTER INSERT ON pg_temp.read_change_due
       DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION read_changes_journal();
   END IF;
-END $$;
-
-CREATE FUNCTION read_changes_due() RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO pg_temp.read_change_due VALUES (true) ON CONFLICT DO NOTHING;
-END $$;
-
--- Tags whose readers rebuild whole (no keys): the ingest path notes what each batch touched.
-CREATE FUNCTION note_read_changes(tags text[]) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-  IF coalesce(array_length(tags, 1), 0) = 0 THEN
-    RETURN;
+  INSERT INTO pg_temp.read_change_keys (tag, name, phase) SELECT * FROM unnest(tags, names, phases);
+  IF current_setting('skinprices.read_changes_due', true) IS DISTINCT FROM 'on' THEN
+    INSERT INTO pg_temp.read_change_due VALUES (true) ON CONFLICT DO NOTHING;
+    PERFORM set_config('skinprices.read_changes_due', 'on', true);
   END IF;
-  PERFORM read_changes_tables();
-  INSERT INTO pg_temp.read_change_keys (tag) SELECT unnest(tags);
-  PERFORM read_changes_due();
 END $$;
 
--- The served columns of a listing row: a rewrite that changes none of them is no change.
-CREATE FUNCTION listing_served(c listings_current) RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT ARRAY[c.price::text, c.count::text, c.exterior, c.stattrak::text, c.souvenir::text, c.template_id::text,
-               c.item_page_url, c.changed_at::text, c.change_24h::text, c.change_7d::text, c.change_30d::text,
-               c.change_90d::text, c.avg_7d::text, c.avg_30d::text, c.avg_90d::text, c.is_outlier::text,
-               c.confidence::text]
+-- Tags whose readers rebuild whole (no keys): the ingest and derive paths note what they touched.
+CREATE FUNCTION note_read_changes(tags text[]) RETURNS void
+LANGUAGE sql AS $$
+  SELECT note_changes(tags, '{}', '{}')
 $$;
 
+-- Rows inserted: every one is new to its list. Per statement (a cold start inserts ~430k rows).
 CREATE FUNCTION note_listings_inserted() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE
-  noted bigint;
 BEGIN
-  PERFORM read_changes_tables();
-  INSERT INTO pg_temp.read_change_keys (tag, name, phase)
-  SELECT 'listing:' || market, market_hash_name, phase FROM new_rows;
-  GET DIAGNOSTICS noted = ROW_COUNT;
-  IF noted > 0 THEN
-    PERFORM read_changes_due();
-  END IF;
+  PERFORM note_changes(array_agg('listing:' || market), array_agg(market_hash_name), array_agg(phase)) FROM new_rows;
   RETURN NULL;
 END $$;
 
-CREATE FUNCTION note_listings_updated() RETURNS trigger
+-- A row updated whose served columns changed (the trigger's WHEN). Per row: a FULL cycle rewrites
+-- every row for its observation time and cycle and changes almost none, and the WHEN skips those
+-- without a call, where a statement trigger would capture and join every row.
+CREATE FUNCTION note_listing_updated() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE
-  noted bigint;
 BEGIN
-  PERFORM read_changes_tables();
-  INSERT INTO pg_temp.read_change_keys (tag, name, phase)
-  SELECT 'listing:' || n.market, n.market_hash_name, n.phase
-  FROM new_rows n JOIN old_rows o USING (market, market_hash_name, phase)
-  WHERE listing_served(n) IS DISTINCT FROM listing_served(o);
-  GET DIAGNOSTICS noted = ROW_COUNT;
-  IF noted > 0 THEN
-    PERFORM read_changes_due();
+  IF current_setting('skinprices.read_changes_due', true) = 'on' THEN
+    INSERT INTO pg_temp.read_change_keys VALUES ('listing:' || NEW.market, NEW.market_hash_name, NEW.phase);
+  ELSE
+    PERFORM note_changes(ARRAY['listing:' || NEW.market], ARRAY[NEW.market_hash_name], ARRAY[NEW.phase]);
   END IF;
   RETURN NULL;
 END $$;
 
 CREATE TRIGGER listings_inserted AFTER INSERT ON listings_current
   REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION note_listings_inserted();
-CREATE TRIGGER listings_updated AFTER UPDATE ON listings_current
-  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION note_listings_updated();
+-- The served columns, as api_listings_v1 shows them.
+CREATE TRIGGER listings_updated AFTER UPDATE ON listings_current FOR EACH ROW
+  WHEN ((NEW.price, NEW.count, NEW.exterior, NEW.stattrak, NEW.souvenir, NEW.template_id, NEW.item_page_url,
+         coalesce(NEW.changed_at, NEW.observed_at), NEW.change_24h, NEW.change_7d, NEW.change_30d, NEW.change_90d,
+         NEW.avg_7d, NEW.avg_30d, NEW.avg_90d, NEW.is_outlier, NEW.confidence)
+        IS DISTINCT FROM
+        (OLD.price, OLD.count, OLD.exterior, OLD.stattrak, OLD.souvenir, OLD.template_id, OLD.item_page_url,
+         coalesce(OLD.changed_at, OLD.observed_at), OLD.change_24h, OLD.change_7d, OLD.change_30d, OLD.change_90d,
+         OLD.avg_7d, OLD.avg_30d, OLD.avg_90d, OLD.is_outlier, OLD.confidence))
+  EXECUTE FUNCTION note_listing_updated();
 
 -- Liquidity scores: inserted, changed (refreshLiquidity writes only changed ones) or deleted.
 CREATE FUNCTION note_scores() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE
-  noted bigint;
 BEGIN
-  PERFORM read_changes_tables();
-  INSERT INTO pg_temp.read_change_keys (tag, name, phase)
-  SELECT 'scores', market_hash_name, phase FROM changed_rows;
-  GET DIAGNOSTICS noted = ROW_COUNT;
-  IF noted > 0 THEN
-    PERFORM read_changes_due();
-  END IF;
+  PERFORM note_changes(array_agg('scores'::text), array_agg(market_hash_name), array_agg(phase)) FROM changed_rows;
   RETURN NULL;
 END $$;
 
