@@ -111,7 +111,8 @@ const ROWS: {
     target: '≥ 1',
     bound: ['atLeast', 1],
     value: r.materialize.replay_vs_copy,
-    detail: 'topics of one cold FULL cycle of every marketplace, its markers and a FULL cycle of repeats',
+    detail:
+      "topics of one cold FULL cycle of every marketplace and its markers (every event new), not yet a day of the pollers' mix",
   },
   {
     key: 'repeat_ingest_ratio',
