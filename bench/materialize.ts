@@ -362,6 +362,8 @@ for (let run = 0; run < runs; run++) {
   const schemaB = `bench_copy_${run}`;
   const copyPool = await freshSchema(schemaB);
   const client = await copyPool.connect();
+  // The limit is a bare COPY: without the change journal's triggers the read model's table has.
+  await client.query('ALTER TABLE listings_current DISABLE TRIGGER USER');
   const c0 = performance.now();
   await client.query('BEGIN');
   await copyRows(client, 'listings_current', LISTING_COLUMNS, rows);

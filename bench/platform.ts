@@ -436,6 +436,12 @@ async function platformRun(run: number): Promise<Run> {
     const db = createPool({ databaseUrl, max: 1 });
     const cpuAtFreshness = cpuSeconds(platform.pid as number);
     const freshnessStart = new Date();
+    // The journal's head as the phase starts: its changes are those after it (positions, not the
+    // transactions' start times).
+    const { rows: startRows } = await db.query<{ pos: string }>(
+      `SELECT coalesce(max(pos), 0) AS pos FROM ${tag}.read_changes`,
+    );
+    const startPos = startRows[0]?.pos ?? '0';
     const metricsAtFreshness = await metricsNow();
     for (let round = 0; round < ROUNDS; round++) {
       const batch: Change[] = [];
@@ -543,13 +549,13 @@ async function platformRun(run: number): Promise<Run> {
               (SELECT count(*) FROM ${tag}.item_liquidity WHERE as_of >= $2) AS liquidity,
               (SELECT count(*) FROM ${tag}.item_liquidity_score WHERE as_of >= $2) AS liquidity_score,
               (SELECT count(*) FROM ${tag}.read_changes r, unnest(r.names) n
-               WHERE r.logged_at >= $2 AND r.tag = ANY($3)) AS journal_listing_rows,
+               WHERE r.pos > $4 AND r.tag = ANY($3)) AS journal_listing_rows,
               (SELECT count(*) FROM ${tag}.read_changes r, unnest(r.names, r.phases) k(name, phase)
                JOIN ${tag}.listings_current c ON c.market_hash_name = k.name AND c.phase = k.phase
                 AND c.market = ANY($1) AND c.price IS NOT NULL
-               WHERE r.logged_at >= $2 AND r.tag = 'scores') AS journal_score_rows,
+               WHERE r.pos > $4 AND r.tag = 'scores') AS journal_score_rows,
               (SELECT count(*) FROM ${tag}.price_change_log WHERE logged_at >= $2 AND market = ANY($1)) AS price_changes`,
-      [LIST_MARKETS, freshnessStart, LIST_MARKETS.map((m) => `listing:${m}`)],
+      [LIST_MARKETS, freshnessStart, LIST_MARKETS.map((m) => `listing:${m}`), startPos],
     );
     const churn = Object.fromEntries(Object.entries(churnRows[0] ?? {}).map(([k, v]) => [k, Number(v)]));
     const servedChanged = (churn.journal_listing_rows ?? 0) + (churn.journal_score_rows ?? 0);

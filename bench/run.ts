@@ -128,7 +128,7 @@ const ROWS: {
     target: '= 0',
     bound: ['atMost', 0],
     value: r.materialize.full_cycle_row_versions,
-    detail: `pg_stat_user_tables; the change journal named ${r.materialize.full_cycle_rows_changed} rows changed`,
+    detail: `rows at a new ctid (every rewrite makes one); the change journal named ${r.materialize.full_cycle_rows_changed} rows changed`,
   },
   {
     key: 'full_cycle_segments_redeflated',
@@ -214,11 +214,11 @@ const ROWS: {
   },
   {
     key: 'api_rows_read_per_change',
-    what: "rows the lists' patches read per served row changed",
+    what: "rows the lists' patches read by key (listing rows, score fields) per served row changed",
     target: '≤ 2',
     bound: ['atMost', 2],
     value: r.platform.api_rows_read_per_change ?? undefined,
-    detail: 'the API reads the change journal, then the changed rows by key',
+    detail: 'each patch reads one index range of the change journal, then the rows it names by key (and, for a row new to its list, its predecessor)',
   },
   {
     key: 'api_rss_mb',

@@ -390,8 +390,8 @@ export interface ListSource {
   ): Promise<{ position: string; changes: RowChange[]; confirmedAt?: Date | null } | undefined>;
   /**
    * The fields that move without their row (liquidity scores) changed since `position`, for every
-   * key that has them, and the position they were read at (undefined as for `since`). Absent: a
-   * row shows nothing that moves without it.
+   * key that has them, and the position they were read at (undefined as for `since`; the read
+   * model answers every score instead). Absent: a row shows nothing that moves without it.
    */
   fields?(position: string, notBefore: number): Promise<FieldRead | undefined>;
 }

@@ -47,7 +47,9 @@ const read = new ReadModel(readPool);
 // on the materializer's NOTIFY.
 const follower = new ChangeFollower(
   (since) => read.changedTags(since),
-  (tags) => version.bump(tags),
+  // Anything may have changed (the first read, a journal that no longer reaches back): every
+  // cache looks again; the lists follow positions of their own, so they need no rebuild for it.
+  (tags) => (tags ? version.bump(tags) : version.bumpAll()),
   config.CHANGE_POLL_MS,
   logger,
 );

@@ -343,13 +343,21 @@ export class ReadModel {
   /**
    * The items' liquidity scores the change journal names since position `since`, as the list
    * rows' `liquidity` field (null: the item has no score any more), and the position they were
-   * read at; undefined when the journal no longer reaches back that far. The score alone, for
-   * every marketplace's list (api_liquidity_v1), not the listing rows.
+   * read at. The score alone, for every marketplace's list (api_liquidity_v1), not the listing
+   * rows. Where the journal no longer reaches back that far (scores quiet for longer than its
+   * retention, a replay), every score: the lists take them as field changes, which drop what did
+   * not change, instead of each reading its rows whole at once.
    */
-  async liquidityScores(since: string): Promise<{ position: string; changes: FieldChange[] } | undefined> {
+  async liquidityScores(since: string): Promise<{ position: string; changes: FieldChange[] }> {
     return atPosition(this.db, async (trx, state) => {
       const keys = await changedKeys(trx, state, SCORES_TAG, since);
-      if (keys === undefined) return undefined;
+      if (keys === undefined) {
+        const every = await trx.selectFrom('api_liquidity_v1').select(['market_hash_name', 'phase', 'liquidity']).execute();
+        return {
+          position: formatPosition({ epoch: state.epoch, pos: state.head }),
+          changes: every.map((r) => ({ key: listKey(r.market_hash_name, r.phase), fields: { liquidity: r.liquidity } })),
+        };
+      }
       const { rows } =
         keys.names.length === 0
           ? { rows: [] }

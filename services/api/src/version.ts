@@ -103,9 +103,9 @@ export class PgNotifications {
 /**
  * The read model's version as this process knows it, per tag (`listing:cn-a`, `buyorder:cn-b`, …:
  * what materializer commits touched, as the change follower reads them from the change journal:
- * changes/follower.ts) plus a global part bumped when anything may have changed (the follower's
- * first read, a journal that no longer reaches back to its position), and every `fallbackMs`
- * (5 min) as a last resort. A body depends on some tags; it is rebuilt only when one of them (or the global
+ * changes/follower.ts) plus a global part bumped when anything may have changed (bumpAll: the
+ * follower's first read, a journal that no longer reaches back to its position), and every
+ * `fallbackMs` (5 min) as a last resort. A body depends on some tags; it is rebuilt only when one of them (or the global
  * part) moved, so a batch of one marketplace no longer rebuilds the megabytes of all the others.
  *
  * `derived` (what every applied cycle marker recomputes: statistics, liquidity, market cap, the
@@ -157,8 +157,8 @@ export class ReadModelVersion {
   }
 
   /**
-   * Untagged bumps (the follower's first read, a journal that no longer reaches back to its
-   * position): anything may have changed, so a patched list body must be rebuilt. The 5-minute
+   * Untagged bumps: anything may have changed, so a patched list body must be rebuilt (the change
+   * follower uses bumpAll: the lists follow positions of their own). The 5-minute
    * fallback is not one: a patch reads every committed change whether notified or not, and
    * counting it here would rebuild every list at once every five minutes (thirteen 33k-row lists,
    * about a CPU-second each, on one event loop: seconds during which no price change is served).
@@ -179,6 +179,19 @@ export class ReadModelVersion {
    */
   scores(): number {
     return this.scoresCount;
+  }
+
+  /**
+   * Anything may have changed, but nothing behind the patched lists' own positions (the change
+   * follower's first read, or a journal that no longer reaches back to it): every value is looked
+   * at again, the lists through their positions, so this is no reset.
+   */
+  bumpAll(): void {
+    this.all++;
+    this.global++;
+    this.derivedCount++;
+    this.scoresCount++;
+    this.moved();
   }
 
   /** A commit touched `tags` (undefined: possibly everything; `derived`: the derived values). */

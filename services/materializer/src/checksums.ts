@@ -9,7 +9,14 @@ import type { Pool } from '@skinprices/store';
 /** Table → the columns that are a function of the topics, and the key order. */
 const TABLES: Readonly<Record<string, { columns: string; order: string }>> = {
   consumer_offsets: { columns: 'topic, partition, next_offset', order: 'topic, partition' },
-  listings_current: { columns: '*', order: 'market, market_hash_name, phase' },
+  // changed_at (when the price or count last changed) depends on whether a cycle marker removed
+  // a row before the next cycle's observation of it arrived: the moment markers ran.
+  listings_current: {
+    columns: `market, market_hash_name, phase, currency, price, count, exterior, stattrak, souvenir, template_id,
+      item_page_url, observed_at, cycle_id, stats_day, base_1d, base_7d, base_30d, base_90d, avg_7d, avg_30d, avg_90d,
+      change_24h, change_7d, change_30d, change_90d, median_7d, is_outlier, confidence`,
+    order: 'market, market_hash_name, phase',
+  },
   listing_hourly: { columns: '*', order: 'market, market_hash_name, phase, hour' },
   listing_daily: { columns: '*', order: 'market, market_hash_name, phase, day' },
   poll_cycles: {

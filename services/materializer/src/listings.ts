@@ -82,7 +82,12 @@ export async function applyListings(
           LATERAL (SELECT max(stats_day) AS d FROM listings_current c WHERE c.market = u.market) m`,
     [[...new Set(events.map((e) => e.market))]],
   );
+  // The rows the merge inserts are noted for the change journal by the merge itself, in one set
+  // (migration 0019: the per-row trigger stands aside while this is on); changed rows it updates
+  // are noted by their trigger.
+  await client.query(`SELECT read_changes_ready(), set_config('skinprices.listings_noted', 'on', true)`);
   await client.query(MERGE, [options.outbox]);
+  await client.query(`SELECT set_config('skinprices.listings_noted', 'off', true)`);
 
   // A close of a day before a row's stats day changed (a late event): recompute those rows. Never
   // in order-preserving operation; the cheap check above keeps the join off the hot path.
@@ -171,6 +176,17 @@ const MERGE = `
       is_outlier = excluded.is_outlier, confidence = excluded.confidence
     WHERE excluded.observed_at > listings_current.observed_at
     RETURNING market, market_hash_name, phase, currency, price, count, observed_at, is_outlier, confidence
+  ),
+  -- The inserted rows' keys for the change journal, and its entry queued for the commit.
+  noted AS (
+    INSERT INTO pg_temp.read_change_keys (tag, name, phase)
+    SELECT 'listing:' || up.market, up.market_hash_name, up.phase
+    FROM up LEFT JOIN old USING (market, market_hash_name, phase)
+    WHERE old.market IS NULL
+    RETURNING 1
+  ),
+  due AS (
+    INSERT INTO pg_temp.read_change_due SELECT true WHERE EXISTS (SELECT 1 FROM noted) ON CONFLICT DO NOTHING
   ),
   -- Where each item is listed (the catalogue is what at least two marketplaces list): written for
   -- keys new or listed again, with the batch's first priced observation; known pairs cost nothing.
