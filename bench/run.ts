@@ -218,7 +218,8 @@ const ROWS: {
     target: '≤ 2',
     bound: ['atMost', 2],
     value: r.platform.api_rows_read_per_change ?? undefined,
-    detail: 'each patch reads one index range of the change journal, then the rows it names by key (and, for a row new to its list, its predecessor)',
+    detail:
+      'each patch reads one index range of the change journal, then the rows it names by key (and, for a row new to its list, its predecessor)',
   },
   {
     key: 'api_rss_mb',

@@ -352,10 +352,16 @@ export class ReadModel {
     return atPosition(this.db, async (trx, state) => {
       const keys = await changedKeys(trx, state, SCORES_TAG, since);
       if (keys === undefined) {
-        const every = await trx.selectFrom('api_liquidity_v1').select(['market_hash_name', 'phase', 'liquidity']).execute();
+        const every = await trx
+          .selectFrom('api_liquidity_v1')
+          .select(['market_hash_name', 'phase', 'liquidity'])
+          .execute();
         return {
           position: formatPosition({ epoch: state.epoch, pos: state.head }),
-          changes: every.map((r) => ({ key: listKey(r.market_hash_name, r.phase), fields: { liquidity: r.liquidity } })),
+          changes: every.map((r) => ({
+            key: listKey(r.market_hash_name, r.phase),
+            fields: { liquidity: r.liquidity },
+          })),
         };
       }
       const { rows } =
