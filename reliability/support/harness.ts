@@ -131,7 +131,6 @@ export async function runTopics(stack: TestStack): Promise<string> {
   return suffix;
 }
 
-
 /** Writes the scenario's result (with its seed and mode) and prints one line. */
 export async function writeScenario(args: ChaosArgs, result: Record<string, unknown>): Promise<void> {
   await writeResult(args.out, { mode: args.smoke ? 'smoke' : 'full', seed: args.seed, ...result });
