@@ -53,7 +53,7 @@ UPDATE listings_current SET changed_at = observed_at;
 -- oldest position on (as many rows read as are deleted): a reader further behind reads whole again.
 -- It ends by taking back the transaction's queued state, so that notes after a SET CONSTRAINTS
 -- ... IMMEDIATE queue another entry rather than go unnumbered.
-CREATE FUNCTION read_changes_journal() RETURNS trigger
+CREATE FUNCTION read_changes_commit() RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
   tags text[];
@@ -74,7 +74,7 @@ BEGIN
   DELETE FROM pg_temp.read_change_due;
   PERFORM set_config('skinprices.read_changes_due', 'off', true);
   IF head IS NULL THEN
-    RETURN NULL;
+    RETURN;
   END IF;
   IF head % 1024 < array_length(tags, 1) THEN
     WITH kept AS (
@@ -87,25 +87,30 @@ BEGIN
     WHERE EXISTS (SELECT 1 FROM gone);
   END IF;
   PERFORM pg_notify('skinprices_readmodel', current_schema() || chr(9) || array_to_string(tags, ','));
-  RETURN NULL;
 END $$;
 
 -- Notes keys — (tag, name, phase) triples; NULL names: the whole tag — as changed by the running
 -- transaction, in the session's note-taking table (temporary, emptied at commit), and queues
--- read_changes_journal for its COMMIT: the first row of read_change_due fires it, once. The
+-- read_changes_commit for its COMMIT: the first row of read_change_due fires it, once. The
 -- transaction-local setting says it is queued (a rolled-back savepoint takes both back).
+-- The session's note-taking tables and the trigger that numbers them at COMMIT. Its function is
+-- temporary too and calls read_changes_commit by name (resolved on the search path when it runs),
+-- so no temporary object depends on a schema's function: a schema dropped CASCADE while another
+-- session ends would otherwise lock the same temporary trigger from both sides (seen: deadlock
+-- detected, in the tests' clean-up).
 CREATE FUNCTION read_changes_ready() RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
   IF to_regclass('pg_temp.read_change_keys') IS NULL THEN
     CREATE TEMP TABLE read_change_keys (tag text NOT NULL, name text, phase text) ON COMMIT DELETE ROWS;
     CREATE TEMP TABLE read_change_due (id boolean PRIMARY KEY) ON COMMIT DELETE ROWS;
-  END IF;
-  -- The session's trigger points at the journal function it was created with: dropped with that
-  -- function (a schema dropped CASCADE), it is made again rather than leave notes unnumbered.
-  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'pg_temp.read_change_due'::regclass) THEN
+    CREATE FUNCTION pg_temp.read_changes_at_commit() RETURNS trigger LANGUAGE plpgsql AS $f$
+    BEGIN
+      PERFORM read_changes_commit();
+      RETURN NULL;
+    END $f$;
     CREATE CONSTRAINT TRIGGER read_changes_at_commit AFTER INSERT ON pg_temp.read_change_due
-      DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION read_changes_journal();
+      DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pg_temp.read_changes_at_commit();
   END IF;
 END $$;
 
