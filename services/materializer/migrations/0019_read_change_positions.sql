@@ -51,8 +51,8 @@ UPDATE listings_current SET changed_at = observed_at;
 -- readers (a hint only: readers also poll the position). The lock is the schema's (one read model
 -- per schema). Every ~1,024 positions, entries older than 15 minutes are pruned, found from the
 -- oldest position on (as many rows read as are deleted): a reader further behind reads whole again.
--- It ends by taking back the transaction's queued state, so that notes after a SET CONSTRAINTS
--- ... IMMEDIATE queue another entry rather than go unnumbered.
+-- It ends by taking back the transaction's queued state with its notes. The trigger that runs it
+-- must stay deferred (docs/decisions/0001-change-position.md).
 CREATE FUNCTION read_changes_commit() RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -89,10 +89,6 @@ BEGIN
   PERFORM pg_notify('skinprices_readmodel', current_schema() || chr(9) || array_to_string(tags, ','));
 END $$;
 
--- Notes keys — (tag, name, phase) triples; NULL names: the whole tag — as changed by the running
--- transaction, in the session's note-taking table (temporary, emptied at commit), and queues
--- read_changes_commit for its COMMIT: the first row of read_change_due fires it, once. The
--- transaction-local setting says it is queued (a rolled-back savepoint takes both back).
 -- The session's note-taking tables and the trigger that numbers them at COMMIT. Its function is
 -- temporary too and calls read_changes_commit by name (resolved on the search path when it runs),
 -- so no temporary object depends on a schema's function: a schema dropped CASCADE while another
@@ -114,6 +110,10 @@ BEGIN
   END IF;
 END $$;
 
+-- Notes keys — (tag, name, phase) triples; NULL names: the whole tag — as changed by the running
+-- transaction, in the session's note-taking table (temporary, emptied at commit), and queues
+-- read_changes_commit for its COMMIT: the first row of read_change_due fires it, once. The
+-- transaction-local setting says it is queued (a rolled-back savepoint takes both back).
 CREATE FUNCTION note_changes(tags text[], names text[], phases text[]) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN

@@ -163,12 +163,6 @@ export interface DeriveReport {
 }
 
 /**
- * Tells the API's readers what a derive transaction changed, when (and only if) it commits: the
- * listing rows and scores it changed are noted by their triggers (read-changes.ts), the rest here.
- */
-const notify = noteReadChanges;
-
-/**
  * The upkeep looks for tables due every this many of the derive loop's intervals (15 s by
  * default; autovacuum's own naptime is 60 s).
  */
@@ -425,7 +419,7 @@ export class Deriver {
         // Readers hear of it when, and only if, it commits: `derived` for the statistics and the
         // clock (every list, slowly moving), and the tags of what the markers removed (listing
         // rows by their keys: read-changes.ts).
-        if (applied.length > 0) await notify(client, ['derived', ...touched]);
+        if (applied.length > 0) await noteReadChanges(client, ['derived', ...touched]);
         // Queued by these markers or by any before them (another member's, a restart's): its
         // deferral counts from the oldest row's queued_at, whoever queued it.
         queue = await judgeQueue(client);
@@ -465,7 +459,7 @@ export class Deriver {
       const { done } = await this.locked(client, wait, 'judge', async () => {
         const { cycles, changed } = await judgePending(client);
         // The verdicts are derived values: every list, slowly moving, as the markers' statistics.
-        if (changed > 0) await notify(client, ['derived']);
+        if (changed > 0) await noteReadChanges(client, ['derived']);
         return { done: cycles > 0 ? ['judge'] : [] };
       });
       this.judgeFailures.reset();
@@ -489,7 +483,7 @@ export class Deriver {
       ran = true;
       const queued = await recomputeDerived(client);
       // The scores that changed are noted by their trigger (the API's LiquidityLag follows them).
-      if (queued) await notify(client, ['derived']);
+      if (queued) await noteReadChanges(client, ['derived']);
       return { done: queued ? ['recompute'] : [], liquidity: queued?.liquidity };
     });
     // Committed with the lock held: whatever was queued is recomputed (not so when the lock was
