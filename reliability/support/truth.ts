@@ -145,11 +145,13 @@ export async function checkReadModel(pool: Pool, book: TruthBook, check = emptyC
     book.judge(check, 'listing_daily', history.has(s(r.market)) ? `H|${item}|${s(r.day)}` : `L|${item}`, r.close);
   }
   for (const r of await q(
-    'SELECT market, market_hash_name, phase, tier, price::text, blue_price::text FROM buyorders_current',
+    'SELECT market, market_hash_name, phase, tier, price::text, blue_price::text, prior_price::text FROM buyorders_current',
   )) {
     const key = `B|${s(r.market)}|${s(r.market_hash_name)}|${s(r.phase)}|${s(r.tier)}`;
     book.judge(check, 'buyorders_current.price', key, r.price);
     book.judge(check, 'buyorders_current.blue_price', key, r.blue_price);
+    // The bid held when the day began (liquidity's): an earlier observation of the same order.
+    book.judge(check, 'buyorders_current.prior_price', key, r.prior_price);
   }
   for (const r of await q(
     'SELECT market, market_hash_name, phase, float_min::text, first_price::text, fifth_price::text FROM float_ranged_current',

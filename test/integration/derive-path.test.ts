@@ -282,33 +282,41 @@ describe('the recomputation paced by its cost', () => {
 
   const pending = async () =>
     (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM derive_pending')).rows[0]!.n;
-  const scored = async () =>
-    (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM item_liquidity')).rows[0]!.n;
+  /** The clock the last liquidity refresh computed for (migration 0015), if any ran. */
+  const refreshedFor = async () =>
+    (await pool.query<{ clock: Date }>('SELECT clock FROM liquidity_refresh')).rows[0]?.clock.getTime();
 
   it('applies markers during the pause, queues their recomputation, and a settle runs it at once', async () => {
     const first = await poller.runOnce('LISTINGS');
     // The first recomputation is not paused: nothing ran before it.
     await until('the first recomputation', async () =>
-      (await pending()) === 0 && (await scored()) > 0 ? true : undefined,
+      (await pending()) === 0 && (await refreshedFor()) !== undefined ? true : undefined,
     );
-    const listed = await scored();
-    expect(first.marker.cycle_id).toBeTruthy();
+    const firstFor = await refreshedFor();
+    expect(firstFor).toBe(first.marker.finished_at);
 
     // An item vanishes upstream: the next cycle's marker nulls it (markers are not paced) and
-    // queues a recomputation, which waits out the pause: its item keeps its liquidity row.
-    await vanishOnCnB(sim, (await listedOnCnB(sim))[0]!);
+    // queues a recomputation, which waits out the pause.
+    const gone = (await listedOnCnB(sim))[0]!;
+    await vanishOnCnB(sim, gone);
+    await sim.control('POST', '/_sim/clock', { advanceMs: 600_000 });
     const second = await poller.runOnce('LISTINGS');
     await until('the second marker applied', async () =>
       (await appliedIn(pool, second.marker.cycle_id)) ? true : undefined,
     );
+    const { rows: nulled } = await pool.query<{ price: string | null }>(
+      `SELECT price FROM listings_current WHERE market = 'cn-b' AND market_hash_name = $1 AND phase = $2`,
+      [gone.market_hash_name, gone.phase],
+    );
+    expect(nulled).toEqual([{ price: null }]);
     // Twenty of the deriver's ticks later, still queued.
     await new Promise((r) => setTimeout(r, 2_000));
     expect(await pending()).toBeGreaterThan(0);
-    expect(await scored()).toBe(listed);
+    expect(await refreshedFor()).toBe(firstFor);
 
     // A replay's or a test's end is not paced.
     await materializer.settle();
     expect(await pending()).toBe(0);
-    expect(await scored()).toBe(listed - 1);
+    expect(await refreshedFor()).toBe(second.marker.finished_at);
   }, 60_000);
 });

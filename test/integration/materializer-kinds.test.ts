@@ -190,35 +190,62 @@ describe('materializer: every data kind', () => {
     same(got, want, ['market_hash_name', 'phase', 'day', 'price', 'count']);
   });
 
-  it('liquidity follows its documented formula, NULL without a listing or any evidence', async () => {
+  it("liquidity follows its documented formula from the day before's closes, and stays put within the day", async () => {
+    // A day of listings and bids, then the next day's first cycles: the clock's day is the next.
+    for (const m of ['cn-a', 'cn-b'] as const) await cycle(m, 'LISTINGS');
+    await cycle('cn-a', 'BUYORDERS');
+    const nextDay = Math.floor(sim.clock.now() / 86_400_000 + 1) * 86_400_000;
+    await sim.control('POST', '/_sim/clock', { advanceMs: nextDay + 1_800_000 - sim.clock.now() });
     for (const m of ['cn-a', 'cn-b'] as const) await cycle(m, 'LISTINGS');
     await cycle('cn-a', 'BUYORDERS');
     const rows = await table(`SELECT * FROM item_liquidity`);
     expect(rows.length).toBeGreaterThan(50);
     const clock = (await table('SELECT now FROM read_model_clock'))[0]?.now as Date;
-    const listings = await table(`SELECT market_hash_name, phase, currency, price, count FROM listings_current`);
+    const dayStart = Math.floor(clock.getTime() / 86_400_000) * 86_400_000;
+    expect(dayStart).toBe(nextDay);
+    // Each listing marketplace's close of the day before (listing_daily), by the listing rows'
+    // currency; sales of the 7 and 30 days before the day began; the CNY bid held when it began.
+    const closes = await table(
+      `SELECT c.market_hash_name, c.phase, c.currency, d.close, d.count
+       FROM listings_current c JOIN listing_daily d USING (market, market_hash_name, phase)
+       WHERE d.day = $1::date`,
+      [new Date(dayStart - 86_400_000).toISOString().slice(0, 10)],
+    );
     const sales = await table(`SELECT market_hash_name, phase, sold_at FROM sales`);
     const bids = await table(
-      `SELECT market_hash_name, phase, price FROM buyorders_current WHERE tier = '' AND currency = 'CNY'`,
+      `SELECT market_hash_name, phase, price, observed_at, prior_price, prior_at FROM buyorders_current
+       WHERE tier = '' AND currency = 'CNY'`,
     );
     const key = id;
     let scored = 0;
+    let withSpread = 0;
     for (const r of rows) {
       const k = key(r);
-      const mine = listings.filter((l) => key(l) === k && l.price !== null);
+      const mine = closes.filter((l) => key(l) === k);
       const n = mine.reduce((s, l) => s + Number(l.count), 0);
-      const asks = mine.filter((l) => l.currency === 'CNY').map((l) => new Decimal(l.price as string));
+      const asks = mine.filter((l) => l.currency === 'CNY').map((l) => new Decimal(l.close as string));
       const ask = asks.length ? Decimal.min(...asks) : null;
-      const mySales = sales.filter((s) => key(s) === k);
-      const recent = mySales.filter(
-        (s) => (s.sold_at as Date).getTime() > clock.getTime() - 30 * 86_400_000 && (s.sold_at as Date) <= clock,
-      );
-      const s7 = recent.filter((s) => (s.sold_at as Date).getTime() > clock.getTime() - 7 * 86_400_000).length;
-      const myBids = bids.filter((b) => key(b) === k && b.price !== null).map((b) => new Decimal(b.price as string));
-      const bid = myBids.length ? Decimal.max(...myBids) : null;
+      const mySales = sales.filter((s) => key(s) === k).map((s) => (s.sold_at as Date).getTime());
+      const recent = mySales.filter((t) => t >= dayStart - 30 * 86_400_000 && t < dayStart);
+      const s7 = recent.filter((t) => t >= dayStart - 7 * 86_400_000).length;
+      const held = bids
+        .filter((b) => key(b) === k)
+        .map((b) =>
+          (b.observed_at as Date).getTime() < dayStart
+            ? b.price
+            : b.prior_at !== null && (b.prior_at as Date).getTime() < dayStart
+              ? b.prior_price
+              : null,
+        )
+        .filter((p): p is string => p !== null)
+        .map((p) => new Decimal(p));
+      const bid = held.length ? Decimal.max(...held) : null;
       const parts = [new Decimal(n).div(n + 20)];
       if (recent.length > 0) parts.push(new Decimal(s7).div(s7 + 10));
-      if (bid && ask) parts.push(Decimal.min(1, bid.div(ask)));
+      if (bid && ask) {
+        parts.push(Decimal.min(1, bid.div(ask)));
+        withSpread++;
+      }
       const want =
         parts.length === 1
           ? null
@@ -233,30 +260,29 @@ describe('materializer: every data kind', () => {
       if (want !== null) scored++;
     }
     expect(scored).toBeGreaterThan(20);
-    // The shown score (migration 0013) is the same, item for item, and a refresh that changes no
-    // score writes none of its rows (their row versions are what the API's patches read).
+    expect(withSpread).toBeGreaterThan(20);
+    // The shown score (migration 0013) is the same, item for item.
     const shown = await table(`SELECT market_hash_name, phase, score FROM item_liquidity_score ORDER BY 1, 2`);
     const inputs = await table(`SELECT market_hash_name, phase, score FROM item_liquidity ORDER BY 1, 2`);
     expect(shown).toEqual(inputs);
+    // Later the same day the bids are drawn again and prices move: no score row is written (their
+    // row versions are what the API's list patches read).
     const versions = async () =>
       new Map(
-        (await table(`SELECT market_hash_name, phase, score, xmin::text AS v FROM item_liquidity_score`)).map((r) => [
+        (await table(`SELECT market_hash_name, phase, xmin::text AS v FROM item_liquidity_score`)).map((r) => [
           key(r),
-          { score: r.score, v: r.v },
+          r.v,
         ]),
       );
     const before = await versions();
+    const bidsBefore = await table(`SELECT market_hash_name, phase, price FROM buyorders_current ORDER BY 1, 2`);
+    await sim.control('POST', '/_sim/clock', { advanceMs: 3_600_000 });
     await cycle('cn-b', 'LISTINGS');
     await cycle('cn-a', 'BUYORDERS');
-    const after = await versions();
-    let kept = 0;
-    for (const [k, was] of before) {
-      const now = after.get(k);
-      if (!now) continue;
-      if (now.v === was.v) kept++;
-      else expect(now.score, `${k} rewritten with the same score`).not.toBe(was.score);
-    }
-    expect(kept).toBeGreaterThan(0);
+    expect(await table(`SELECT market_hash_name, phase, price FROM buyorders_current ORDER BY 1, 2`)).not.toEqual(
+      bidsBefore,
+    );
+    expect(await versions()).toEqual(before);
   });
 
   it('market cap = sum(price x count) over the cleaned CN-A catalogue, computed independently', async () => {

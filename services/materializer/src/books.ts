@@ -90,6 +90,62 @@ const BUYORDERS: Spec<BuyOrderEvent> = {
   row: (e) => byColumns<BuyOrderEvent>(BUYORDERS_COLUMNS)({ ...e, tier: e.tier ?? '' }),
 };
 
+/** The start of a timestamp's UTC day, in SQL. */
+const dayStart = (t: string): string => `date_trunc('day', ${t}, 'UTC')`;
+
+/**
+ * Buy orders as upsertLatest merges them, and each row's prior observation (migration 0020): the
+ * last one before the start of its observed day, which the day's liquidity reads as the bid held
+ * when the day began. Taken from the batch's own earlier records, the stored row or the stored
+ * row's prior, whichever is latest before that start, so one batch of a key's records and one
+ * batch per record leave the same row. A marker clearing an order keeps it likewise
+ * (PRIOR_ON_CLEAR).
+ */
+async function upsertBuyOrders(client: PoolClient, messages: readonly DecodedMessage<'buyorder'>[]): Promise<void> {
+  if (messages.length === 0) return;
+  const spec = BUYORDERS;
+  const staged = await stage(
+    client,
+    spec.table,
+    spec.columns,
+    messages.map((m) => [...(spec.row as (e: BuyOrderEvent) => CopyValue[])(m.value as BuyOrderEvent), m.offset]),
+  );
+  const key = spec.key.join(', ');
+  const rest = spec.columns.filter((c) => !spec.key.includes(c));
+  const t = spec.table;
+  const before = `greatest(CASE WHEN ${t}.observed_at < ${dayStart('excluded.observed_at')} THEN ${t}.observed_at END,
+                           ${t}.prior_at, excluded.prior_at)`;
+  await client.query(`
+    WITH latest AS (
+      SELECT DISTINCT ON (${key}) * FROM ${staged}
+      ORDER BY ${key}, observed_at DESC, kafka_offset DESC
+    ),
+    prior AS (
+      SELECT DISTINCT ON (${key}) s.${spec.key.join(', s.')}, s.price, s.observed_at
+      FROM ${staged} s JOIN latest l USING (${key})
+      WHERE s.observed_at < ${dayStart('l.observed_at')}
+      ORDER BY ${key}, s.observed_at DESC, s.kafka_offset DESC
+    )
+    INSERT INTO ${t} (${spec.columns.join(', ')}, prior_price, prior_at)
+    SELECT ${spec.columns.map((c) => `l.${c}`).join(', ')}, p.price, p.observed_at
+    FROM latest l LEFT JOIN prior p USING (${key})
+    ON CONFLICT (${key}) DO UPDATE SET ${setExcluded(rest)},
+      prior_price = CASE ${before}
+                      WHEN ${t}.observed_at THEN ${t}.price
+                      WHEN excluded.prior_at THEN excluded.prior_price
+                      ELSE ${t}.prior_price END,
+      prior_at = ${before}
+    WHERE excluded.observed_at > ${t}.observed_at`);
+}
+
+/**
+ * The SET terms a marker adds when it clears buy orders at `$2` (their cycle's end): a row last
+ * observed before that day's start keeps that observation as its prior (upsertBuyOrders).
+ */
+export const PRIOR_ON_CLEAR = `
+  prior_price = CASE WHEN observed_at < ${dayStart('$2::timestamptz')} THEN price ELSE prior_price END,
+  prior_at = CASE WHEN observed_at < ${dayStart('$2::timestamptz')} THEN observed_at ELSE prior_at END`;
+
 const FLOAT_RANGED: Spec<FloatRangedEvent> = {
   table: DATA_KINDS.FLOAT_RANGED.table,
   columns: [
@@ -226,7 +282,7 @@ export async function applyBooks(
 ): Promise<void> {
   switch (kind) {
     case 'buyorder':
-      return upsertLatest(client, BUYORDERS, messages);
+      return upsertBuyOrders(client, messages as DecodedMessage<'buyorder'>[]);
     case 'floatRanged':
       return upsertLatest(client, FLOAT_RANGED, messages);
     case 'floatBuyorder':

@@ -123,22 +123,27 @@ export async function rollStatsForward(client: PoolClient, market: string, now: 
 }
 
 /**
- * Liquidity per item (name + phase) across marketplaces, as of `now`; see the table comment in
- * migrations/0002 for the formula. Merged, not replaced: only rows whose values changed are
- * written (`as_of` then says when they last changed, migration 0011), and items that lost every
- * listing drop out. Rewriting all ~35k rows on every applied marker made every row "changed" for
- * the API's patched list bodies (which read the rows written since their last snapshot) and left
- * as many dead row versions for autovacuum each time.
+ * Liquidity per item (name + phase) across marketplaces for the clock's UTC day D, from the state
+ * at the start of D (migration 0020; formula in migrations/0002, inputs below): it changes when
+ * the day rolls over, and within the day only when late data about the days before arrive, so a
+ * cycle in which no price changed changes no score. Merged, not replaced: only rows whose values
+ * changed are written (`as_of` then says when they last changed), and items that lost every
+ * listing drop out.
  *
  * The shown score is kept apart (item_liquidity_score, migration 0013) and written only when it
- * changes: the inputs move with every marketplace's counts and books and with the clock, the
- * score far less often, and the lists read the score's row versions, not the inputs'.
+ * changes; every changed score is a row of every price list that shows the item.
  *
- * Only the items whose inputs may have moved since the last refresh are recomputed (migration
- * 0015): see LIQUIDITY_DIRTY. The first refresh of a schema, or one whose last snapshot is too old
- * for the age filter, recomputes every item. Returns which it did and how many items it read.
+ * Within a day only the items whose inputs may have moved since the last refresh are recomputed
+ * (migration 0015): see LIQUIDITY_DIRTY. Every item is recomputed when the day changed since the
+ * last refresh, after a history cycle restated closes (`whole`), on a schema's first refresh, or
+ * when the last snapshot is too old for the age filter. Returns which it did and how many items
+ * it read.
  */
-export async function refreshLiquidity(client: PoolClient, now: Date): Promise<LiquidityRefresh> {
+export async function refreshLiquidity(
+  client: PoolClient,
+  now: Date,
+  options: { whole?: boolean } = {},
+): Promise<LiquidityRefresh> {
   const { rows: state } = await client.query<{ clock: Date; age: number }>(
     `SELECT clock, ${SNAPSHOT_XMIN_AGE} AS age FROM liquidity_refresh`,
   );
@@ -147,12 +152,13 @@ export async function refreshLiquidity(client: PoolClient, now: Date): Promise<L
   // is recomputed next time, possibly twice, never not at all.
   const { rows: taken } = await client.query<{ snapshot: string }>(`SELECT pg_current_snapshot()::text AS snapshot`);
   const last = state[0];
-  // Ages are 32-bit (age(xid)): past a quarter of the id space the pre-filter could wrap, and a
-  // clock that went back (it never does) would leave the windows' moves unaccounted.
-  const incremental = last !== undefined && usableSnapshotAge(last.age) && last.clock.getTime() <= now.getTime();
-  const res = incremental
-    ? await client.query<{ items: number }>(liquiditySql('dirty'), [now, last.clock])
-    : await client.query<{ items: number }>(liquiditySql('all'), [now]);
+  // Ages are 32-bit (age(xid)): past a quarter of the id space the pre-filter could wrap.
+  const incremental =
+    options.whole !== true &&
+    last !== undefined &&
+    usableSnapshotAge(last.age) &&
+    startOfUtcDay(last.clock.getTime()) === startOfUtcDay(now.getTime());
+  const res = await client.query<{ items: number }>(liquiditySql(incremental ? 'dirty' : 'all'), [now]);
   await client.query(
     `INSERT INTO liquidity_refresh (id, snapshot, clock) VALUES (true, $1::pg_snapshot, $2)
      ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, clock = excluded.clock`,
@@ -170,11 +176,14 @@ export interface LiquidityRefresh {
   items: number;
 }
 
+/** The start of the clock's ($1) UTC day: the moment the day's liquidity describes. */
+const DAY_START = `date_trunc('day', $1::timestamptz, 'UTC')`;
+/** The day before it, whose closes the day's liquidity reads. */
+const CLOSE_DAY = `(${DAY_START} AT TIME ZONE 'UTC')::date - 1`;
+
 /**
- * The sales windows, in hours: `timestamptz - interval '7 days'` is calendar days in the session's
- * time zone, which across a daylight-saving change moves a window's start back while the clock
- * moves forward, and sales would re-enter the window unmarked (the dirty set below assumes the
- * windows only move forward with the clock).
+ * The sales windows, in hours before the day's start: `timestamptz - interval '7 days'` is calendar
+ * days in the session's time zone, which across a daylight-saving change is not 168 hours.
  */
 const WEEK = `interval '168 hours'`;
 const MONTH = `interval '720 hours'`;
@@ -192,13 +201,14 @@ const MONTH = `interval '720 hours'`;
 const UNSEEN = `age(xmin) <= (SELECT a FROM bound)`;
 
 /**
- * The items whose liquidity may differ from the last refresh's ($1 now, $2 the last refresh's
- * clock): a listing row, a buy order or a sale in the window written since (rows of these tables
- * are updated, never deleted: a vanished listing is nulled, markers.ts), and sales whose place in
- * the 7- and 30-day windows moved with the clock. Nothing else is an input, so every other item
+ * The items whose liquidity may differ from the last refresh's of the same day: a listing row
+ * (a listing observed in the days before also writes its close), a buy order or a sale before the
+ * day's start written since. Rows of these tables are updated, never deleted (a vanished listing
+ * or order is cleared, markers.ts). Closes restated by history points are not listing rows: their
+ * cycle makes the next refresh whole (markers.ts). Nothing else is an input, so every other item
  * would compute the values it has: the incremental refresh writes exactly the rows a full one
- * would (the integration test compares the two). Each part is index- or age-filtered: a seq scan
- * of listings_current checking ages is ~1/20 of aggregating it whole.
+ * would (the integration test compares the two). Each part is age-filtered: a seq scan of
+ * listings_current checking ages is ~1/20 of aggregating it whole.
  */
 const LIQUIDITY_DIRTY = `
   SELECT market_hash_name, phase FROM listings_current WHERE ${UNSEEN}
@@ -206,16 +216,18 @@ const LIQUIDITY_DIRTY = `
   SELECT market_hash_name, phase FROM buyorders_current WHERE ${UNSEEN}
   UNION
   SELECT market_hash_name, phase FROM sales
-  WHERE sold_at > $1::timestamptz - ${MONTH} AND sold_at <= $1 AND ${UNSEEN}
-  UNION
-  SELECT market_hash_name, phase FROM sales
-  WHERE (sold_at > $2::timestamptz AND sold_at <= $1)
-     OR (sold_at > $2::timestamptz - ${WEEK} AND sold_at <= $1::timestamptz - ${WEEK})
-     OR (sold_at > $2::timestamptz - ${MONTH} AND sold_at <= $1::timestamptz - ${MONTH})`;
+  WHERE sold_at >= ${DAY_START} - ${MONTH} AND sold_at < ${DAY_START} AND ${UNSEEN}`;
 
 /**
  * The liquidity refresh over every item (`all`) or over the items LIQUIDITY_DIRTY names (`dirty`);
- * one text, so the two cannot drift apart. Returns one row: the number of items computed.
+ * one text, so the two cannot drift apart. The inputs, at the start of the clock's day D:
+ *   n, ask  each listing marketplace's close of day D−1 (listing_daily; its count, and the lowest
+ *           CNY close): a marketplace without a close that day adds nothing
+ *   s7      sales in the 168 hours before the start of D (velocity available with a sale in the
+ *           720 hours before)
+ *   bid     the best CNY bid (tier '') held at the start of D: a buy order's price if observed
+ *           before, else its prior observation's (migration 0020) if that was before; else unknown
+ * Returns one row: the number of items computed.
  */
 function liquiditySql(scope: 'all' | 'dirty'): string {
   const dirty = scope === 'dirty';
@@ -231,18 +243,24 @@ function liquiditySql(scope: 'all' | 'dirty'): string {
          WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.market_hash_name = i.market_hash_name AND f.phase = i.phase)`;
   return `WITH ${dirty ? `bound AS (SELECT ${SNAPSHOT_XMIN_AGE} AS a FROM liquidity_refresh), t AS (${LIQUIDITY_DIRTY}),` : ''}
      l AS (
-       SELECT market_hash_name, phase,
-              sum(count) FILTER (WHERE price IS NOT NULL)::int AS n,
-              min(price) FILTER (WHERE currency = 'CNY') AS ask
-       FROM listings_current ${only} GROUP BY 1, 2
+       SELECT c.market_hash_name, c.phase,
+              sum(d.count)::int AS n,
+              min(d.close) FILTER (WHERE c.currency = 'CNY') AS ask
+       FROM listings_current c ${only}
+       JOIN listing_daily d
+         ON d.market = c.market AND d.market_hash_name = c.market_hash_name AND d.phase = c.phase
+        AND d.day = ${CLOSE_DAY}
+       GROUP BY 1, 2
      ),
      s AS (
-       SELECT market_hash_name, phase, count(*) FILTER (WHERE sold_at > $1::timestamptz - ${WEEK})::int AS s7
-       FROM sales ${only} WHERE sold_at > $1::timestamptz - ${MONTH} AND sold_at <= $1
+       SELECT market_hash_name, phase, count(*) FILTER (WHERE sold_at >= ${DAY_START} - ${WEEK})::int AS s7
+       FROM sales ${only} WHERE sold_at >= ${DAY_START} - ${MONTH} AND sold_at < ${DAY_START}
        GROUP BY 1, 2
      ),
      b AS (
-       SELECT market_hash_name, phase, max(price) AS bid
+       SELECT market_hash_name, phase,
+              max(CASE WHEN observed_at < ${DAY_START} THEN price
+                       WHEN prior_at < ${DAY_START} THEN prior_price END) AS bid
        FROM buyorders_current ${only} WHERE currency = 'CNY' AND tier = '' GROUP BY 1, 2
      ),
      -- (least() skips NULLs, so the spread must be NULL explicitly without a bid or an ask)

@@ -32,6 +32,7 @@ import {
 import type { PollCycleEvent } from '@skinprices/events';
 import type { Logger } from '@skinprices/runtime';
 import type { PoolClient } from '@skinprices/store';
+import { PRIOR_ON_CLEAR } from './books.js';
 import {
   advanceClock,
   refreshLiquidity,
@@ -250,7 +251,9 @@ async function applyComplete(client: PoolClient, m: PollCycleRow, options: Marke
   // A delta kind's full cycle: what it did not see is gone; its row says so with the `cleared`
   // values (a price is NULL, never zero), stamped by this cycle.
   const fields = Object.entries(cleared);
-  const set = fields.map(([f, v]) => `${f} = ${v === null ? 'NULL' : v}`).join(', ');
+  // A buy order's prior observation (the bid held when a day began) follows it (books.ts).
+  const prior = table === DATA_KINDS.BUYORDERS.table ? `, ${PRIOR_ON_CLEAR}` : '';
+  const set = fields.map(([f, v]) => `${f} = ${v === null ? 'NULL' : v}`).join(', ') + prior;
   const stillSet = fields.map(([f, v]) => (v === null ? `${f} IS NOT NULL` : `${f} <> ${v}`)).join(' OR ');
   touched(
     await client.query(
@@ -432,11 +435,13 @@ async function queueDerived(client: PoolClient, applied: readonly PollCycleRow[]
   const spans = applied.filter((m) => m.kind === 'LISTINGS').map((m) => [m.started_at, m.finished_at]);
   // Liquidity on every applied marker, not only those of its input kinds: the result depends on
   // the clock, and a replay groups markers into transactions differently from the live run.
+  // A history cycle restates past closes, which the day's liquidity reads (migration 0020).
+  const restated = applied.some((m) => m.kind === 'HISTORY');
   await client.query(
-    `INSERT INTO derive_pending (cap_from, cap_to)
-     SELECT * FROM unnest($1::timestamptz[], $2::timestamptz[])
-     UNION ALL SELECT NULL, NULL WHERE cardinality($1::timestamptz[]) = 0`,
-    [spans.map((s) => s[0]), spans.map((s) => s[1])],
+    `INSERT INTO derive_pending (cap_from, cap_to, restated)
+     SELECT *, $3::boolean FROM unnest($1::timestamptz[], $2::timestamptz[])
+     UNION ALL SELECT NULL, NULL, $3::boolean WHERE cardinality($1::timestamptz[]) = 0`,
+    [spans.map((s) => s[0]), spans.map((s) => s[1]), restated],
   );
 }
 
@@ -448,13 +453,14 @@ async function queueDerived(client: PoolClient, applied: readonly PollCycleRow[]
  * Returns undefined when nothing was queued, else what the liquidity refresh did (if the clock is set).
  */
 export async function recomputeDerived(client: PoolClient): Promise<{ liquidity?: LiquidityRefresh } | undefined> {
-  const { rows } = await client.query<{ id: string; cap_from: Date | null; cap_to: Date | null }>(
-    'SELECT id, cap_from, cap_to FROM derive_pending ORDER BY id',
+  const { rows } = await client.query<{ id: string; cap_from: Date | null; cap_to: Date | null; restated: boolean }>(
+    'SELECT id, cap_from, cap_to, restated FROM derive_pending ORDER BY id',
   );
   if (rows.length === 0) return undefined;
   const clock = await client.query<{ now: Date }>('SELECT now FROM read_model_clock');
   const now = clock.rows[0]?.now;
-  const liquidity = now ? await refreshLiquidity(client, now) : undefined;
+  const whole = rows.some((r) => r.restated);
+  const liquidity = now ? await refreshLiquidity(client, now, { whole }) : undefined;
   // The hours of every queued cycle, each computed once (marketplaces finishing together cover the
   // same hours), in runs of consecutive hours.
   const spans = rows.flatMap((r) =>

@@ -33,6 +33,16 @@ const ChangedTs = Type.String({
   description:
     'when the price or count last changed, as observed upstream (YYYY-MM-DDTHH:mm:ss.sssZ); an unchanged row keeps it: the answer header listings-confirmed-at says when the whole list was last confirmed',
 });
+/**
+ * The liquidity score (README "Derived values"): a daily figure, so a list's rows do not move with
+ * every bid the marketplaces re-draw.
+ */
+const Liquidity = Type.Unsafe<string | null>({
+  type: ['string', 'null'],
+  pattern: DECIMAL_PATTERN,
+  description:
+    "0..100 (two decimals), per item across marketplaces, for the current UTC day from the state at its start: 100 × mean of depth n/(n+20) (n: listings at the day before's closes, every marketplace), velocity s/(s+10) (s: sales in the 7 days before; with a sale in 30 days) and spread min(1, best CNY bid held at the day's start / lowest CNY close of the day before); null without a listing at the day before's close, or with neither sales nor a bid. Changes when the day rolls over (00:00 UTC) or late data about the days before arrive.",
+});
 export const TsOrNull = Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time' });
 export const Day = Type.String({ format: 'date', description: 'YYYY-MM-DD (UTC)' });
 export const IntOrNull = Type.Unsafe<number | null>({ type: ['integer', 'null'] });
@@ -128,7 +138,7 @@ export function listingRowSchema(market: Market): TSchema {
     count: Type.Integer({ description: 'active listings' }),
     phase: Type.String({ description: 'empty when none' }),
     updated_at: ChangedTs,
-    liquidity: DecOrNull,
+    liquidity: Liquidity,
   };
   if (market.templateIdField)
     return closed({
@@ -160,7 +170,7 @@ export function catalogueEntrySchema(market: Market): TSchema {
     [market.priceField]: Dec,
     count: Type.Integer(),
     ...stats,
-    liquidity: DecOrNull,
+    liquidity: Liquidity,
     updated_at: ChangedTs,
     phase: Type.String(),
     ...quality,
