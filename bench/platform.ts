@@ -68,6 +68,16 @@ const COLD_ONLY = process.env.BENCH_COLD_ONLY === '1';
 if (COLD_ONLY && !process.argv.includes('--out')) throw new Error('BENCH_COLD_ONLY=1 needs --out FILE');
 /** The cold catalogue's deadline (from the services' start-up): beyond it, a lower bound. */
 const COLD_WITHIN_MS = 1_200_000;
+const DAY_MS = 86_400_000;
+/**
+ * The simulator starts this long before a UTC midnight, and its clock is moved on to that midnight
+ * once the catalogue is cold-visible: the freshness phases run on the day after the cold start's,
+ * whose liquidity scores read the cold day's closes (a day's score describes the day before:
+ * materializer migration 0020). Measured on the first day, no item would have a score to change.
+ */
+const ROLLOVER_LEAD_MS = COLD_WITHIN_MS + 600_000;
+/** How long the roll-over may take (the new day's first cycles applied, the derive path idle). */
+const ROLLOVER_WITHIN_MS = 2 * POLL_LISTINGS_MS + 600_000;
 
 interface Row {
   market_hash_name: string;
@@ -139,6 +149,14 @@ interface Run {
    * marketplaces).
    */
   freshness_churn: Record<string, number>;
+  /**
+   * From moving the simulator's clock to midnight until every listing marketplace's first complete
+   * LISTINGS cycle of the new day was applied and the derive path was idle (s); null in a
+   * cold-only run or when it did not settle within ROLLOVER_WITHIN_MS.
+   */
+  rollover_s: number | null;
+  /** Items with a liquidity score as the freshness phase began (what a calm phase could change). */
+  scores_at_freshness: number | null;
   /** Served rows changed per real price change meanwhile (journal rows over price_changes). */
   rows_changed_per_price_change: number | null;
   /** Rows the lists' patches read per served row changed (their refresh rows over the journal's). */
@@ -208,6 +226,7 @@ async function platformRun(run: number): Promise<Run> {
     return all;
   };
   const control = `http://127.0.0.1:${port + 1}`;
+  const simStart = Math.floor((Date.now() + ROLLOVER_LEAD_MS) / DAY_MS + 1) * DAY_MS - ROLLOVER_LEAD_MS;
   const keysFile = join(mkdtempSync(join(tmpdir(), 'bench-platform-')), 'keys.json');
   const env: Record<string, string> = {
     TOPIC_SUFFIX: suffix,
@@ -225,6 +244,7 @@ async function platformRun(run: number): Promise<Run> {
     // million), which would compete with what is measured. 30 days, as before the warm demo.
     RUN_WARM: 'false',
     HISTORY_BACKFILL_DAYS: process.env.BENCH_HISTORY_DAYS ?? '30',
+    SIM_START: new Date(simStart).toISOString(),
   };
   // Every service writes its own profile (Node refuses --cpu-prof in NODE_OPTIONS: the supervisor
   // passes it on each service's command line).
@@ -242,6 +262,8 @@ async function platformRun(run: number): Promise<Run> {
   process.on('exit', () => platform.kill('SIGINT'));
   try {
     await waitForUrl(`${control}/healthz`, 300_000, 50);
+    // The simulator's clock runs ahead of (or behind) the wall clock by this much (SIM_START).
+    const simOffset = ((await (await fetch(`${control}/_sim/clock`)).json()) as { now: number }).now - Date.now();
     const t0 = performance.now();
     await waitForUrl(`${api}/openapi.json`, 300_000, 50);
     const secret = await benchKey(databaseUrl, `${tag}_keys`);
@@ -370,7 +392,7 @@ async function platformRun(run: number): Promise<Run> {
         return [
           m,
           {
-            cycle_ended_s: marker ? round((marker.ended - firstRequestWall) / 1000, 1) : null,
+            cycle_ended_s: marker ? round((marker.ended - simOffset - firstRequestWall) / 1000, 1) : null,
             marker_applied_s: marker ? round((marker.applied - firstRequestWall) / 1000, 1) : null,
             status_seen_s: round(((askedAt.get(m) as number) - firstRequest) / 1000, 1),
             visible_s: round((at - firstRequest) / 1000, 1),
@@ -410,9 +432,48 @@ async function platformRun(run: number): Promise<Run> {
         changes: [],
         freshness_metrics: {},
         freshness_churn: {},
+        rollover_s: null,
+        scores_at_freshness: null,
         rows_changed_per_price_change: null,
         api_rows_read_per_change: null,
       };
+
+    // ---- the day's roll-over: freshness is measured on the next day ----------------------------
+    const db = createPool({ databaseUrl, max: 1 });
+    const midnight = simStart + ROLLOVER_LEAD_MS;
+    const simNow = ((await (await fetch(`${control}/_sim/clock`)).json()) as { now: number }).now;
+    if (simNow < midnight)
+      await fetch(`${control}/_sim/clock`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ advanceMs: midnight + 1_000 - simNow }),
+      });
+    const jumped = performance.now();
+    const dayOffset = ((await (await fetch(`${control}/_sim/clock`)).json()) as { now: number }).now - Date.now();
+    let rolloverS: number | null = null;
+    let scoresAtFreshness = 0;
+    for (;;) {
+      const { rows } = await db.query<{ markets: number; queued: number; scores: number }>(
+        `SELECT (SELECT count(DISTINCT market)::int FROM ${tag}.poll_cycles
+                 WHERE kind = 'LISTINGS' AND outcome = 'COMPLETE' AND started_at >= $1 AND applied_at IS NOT NULL
+                   AND market = ANY($2)) AS markets,
+                (SELECT count(*)::int FROM ${tag}.derive_pending) + (SELECT count(*)::int FROM ${tag}.judge_pending) AS queued,
+                (SELECT count(*)::int FROM ${tag}.item_liquidity_score WHERE score IS NOT NULL) AS scores`,
+        [new Date(midnight), LISTING_MARKETS],
+      );
+      const r = rows[0] as { markets: number; queued: number; scores: number };
+      scoresAtFreshness = r.scores;
+      if (r.markets === LISTING_MARKETS.length && r.queued === 0) {
+        rolloverS = round((performance.now() - jumped) / 1000, 1);
+        break;
+      }
+      if (performance.now() - jumped > ROLLOVER_WITHIN_MS) {
+        console.log(`run ${run + 1}: the roll-over had not settled after ${ROLLOVER_WITHIN_MS / 1000} s`);
+        break;
+      }
+      await sleep(500);
+    }
+    console.log(`run ${run + 1}: roll-over to the next day settled in ${rolloverS} s, ${scoresAtFreshness} scores`);
 
     // ---- freshness: single changes in the steady state ---------------------------------------
     const consumer = kafka.consumer({ groupId: `${tag}-watch` });
@@ -433,7 +494,6 @@ async function platformRun(run: number): Promise<Run> {
     await sleep(2_000); // the group's first fetch position is "latest" as of its first fetch
 
     const changes: Change[] = [];
-    const db = createPool({ databaseUrl, max: 1 });
     const cpuAtFreshness = cpuSeconds(platform.pid as number);
     const freshnessStart = new Date();
     // The journal's head as the phase starts: its changes are those after it (positions, not the
@@ -545,9 +605,9 @@ async function platformRun(run: number): Promise<Run> {
       liquidity_score: string;
     }>(
       `SELECT (SELECT count(*) FROM ${tag}.listings_current WHERE market = ANY($1) AND price IS NOT NULL) AS listed,
-              (SELECT count(*) FROM ${tag}.listings_current WHERE market = ANY($1) AND observed_at >= $2) AS observed,
-              (SELECT count(*) FROM ${tag}.item_liquidity WHERE as_of >= $2) AS liquidity,
-              (SELECT count(*) FROM ${tag}.item_liquidity_score WHERE as_of >= $2) AS liquidity_score,
+              (SELECT count(*) FROM ${tag}.listings_current WHERE market = ANY($1) AND observed_at >= $5) AS observed,
+              (SELECT count(*) FROM ${tag}.item_liquidity WHERE as_of >= $5) AS liquidity,
+              (SELECT count(*) FROM ${tag}.item_liquidity_score WHERE as_of >= $5) AS liquidity_score,
               (SELECT count(*) FROM ${tag}.read_changes r, unnest(r.names) n
                WHERE r.pos > $4 AND r.tag = ANY($3)) AS journal_listing_rows,
               (SELECT count(*) FROM ${tag}.read_changes r, unnest(r.names, r.phases) k(name, phase)
@@ -555,7 +615,14 @@ async function platformRun(run: number): Promise<Run> {
                 AND c.market = ANY($1) AND c.price IS NOT NULL
                WHERE r.pos > $4 AND r.tag = 'scores') AS journal_score_rows,
               (SELECT count(*) FROM ${tag}.price_change_log WHERE logged_at >= $2 AND market = ANY($1)) AS price_changes`,
-      [LIST_MARKETS, freshnessStart, LIST_MARKETS.map((m) => `listing:${m}`), startPos],
+      [
+        LIST_MARKETS,
+        freshnessStart,
+        LIST_MARKETS.map((m) => `listing:${m}`),
+        startPos,
+        // observed_at and as_of are the simulator's time.
+        new Date(freshnessStart.getTime() + dayOffset),
+      ],
     );
     const churn = Object.fromEntries(Object.entries(churnRows[0] ?? {}).map(([k, v]) => [k, Number(v)]));
     const servedChanged = (churn.journal_listing_rows ?? 0) + (churn.journal_score_rows ?? 0);
@@ -599,6 +666,8 @@ async function platformRun(run: number): Promise<Run> {
       })),
       freshness_metrics: freshnessMetrics,
       freshness_churn: churn,
+      rollover_s: rolloverS,
+      scores_at_freshness: scoresAtFreshness,
       rows_changed_per_price_change: churn.price_changes ? round(servedChanged / churn.price_changes, 2) : null,
       api_rows_read_per_change: servedChanged
         ? round((freshnessMetrics['api_list_body_refresh_rows_sum{how="patch"}'] ?? 0) / servedChanged, 3)
@@ -669,6 +738,8 @@ function freshnessFigures() {
     freshness_burst_runs: runs.filter(burst).length,
     calm_rows_changed_per_price_change: calmRatios.length > 0 ? round(median(calmRatios), 2) : null,
     api_rows_read_per_change: apiRatios.length > 0 ? round(median(apiRatios), 3) : null,
+    scores_at_freshness: median(runs.map((r) => r.scores_at_freshness ?? 0)),
+    rollover_s: ratios(runs.map((r) => r.rollover_s)).length > 0 ? median(ratios(runs.map((r) => r.rollover_s))) : null,
     freshness_commit_p99_s: splitP99(runs.map((r) => r.freshness_commit_ms)),
     freshness_serve_p99_s: splitP99(runs.map((r) => r.freshness_serve_ms)),
     freshness_missed: runs.reduce((n, r) => n + r.freshness_missed, 0),

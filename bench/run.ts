@@ -209,8 +209,7 @@ const ROWS: {
     target: '≤ 3',
     bound: ['atMost', 3],
     value: r.platform.calm_rows_changed_per_price_change ?? undefined,
-    detail:
-      'from the change journal: listing rows whose served values changed, and each changed liquidity score once per list showing the item',
+    detail: `from the change journal: listing rows whose served values changed, and each changed liquidity score once per list showing the item; measured on the day after the cold start's, with ${r.platform.scores_at_freshness ?? 'no'} items scored (a day's score reads the day before's closes)`,
   },
   {
     key: 'api_rows_read_per_change',
