@@ -4,7 +4,7 @@
  * producer and exits 0.
  */
 import { spawn } from 'node:child_process';
-import { topicFor } from '@skinprices/events';
+import { topicFor, type PollCycleEvent } from '@skinprices/events';
 import { afterAll, describe, expect, it } from 'vitest';
 import { projectTopics, readTopic, startSimulator } from '../support/pipeline.js';
 import { TestStack } from '../support/stack.js';
@@ -63,6 +63,97 @@ describe('poller process', () => {
     const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 15_000))]);
     expect(code, output).toBe(0);
   }, 90_000);
+
+  it('resumes its history import and sales window after a restart: nothing is published twice', async () => {
+    // A frozen clock: after the restart nothing new happens upstream, so every record a restarted
+    // poller publishes would be one published before.
+    const sim = await startSimulator(stack, 150, Date.UTC(2026, 10, 20, 12), {}, { dailyHistory: true });
+    const suffix = await projectTopics(stack);
+    const BACKFILL_DAYS = 4;
+    const start = (market: 'hist-a' | 'cn-a') => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'services/poller/src/main.ts'], {
+        env: {
+          ...process.env,
+          MARKET: market,
+          UPSTREAM_BASE_URL: sim.running.marketUrls[market],
+          KAFKA_BROKERS: stack.env.brokers,
+          SCHEMA_REGISTRY_URL: stack.env.registryUrl,
+          TOPIC_SUFFIX: suffix,
+          CATALOGUE_GATE_MS: '0',
+          HISTORY_BACKFILL_DAYS: String(BACKFILL_DAYS),
+          POLL_SALES_MS: '600000',
+          LOG_LEVEL: 'warn',
+          // A listing marketplace's daily closes from its upstream's history endpoint (the warm demo).
+          ...(market === 'cn-a' ? { DAILY_HISTORY: 'history' } : {}),
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      stack.defer(async () => {
+        if (child.exitCode === null) child.kill('SIGKILL');
+      });
+      return { child, exited, output: () => output };
+    };
+    const stopAll = async (procs: ReturnType<typeof start>[]) => {
+      for (const p of procs) p.child.kill('SIGTERM');
+      for (const p of procs) expect(await p.exited, p.output()).toBe(0);
+    };
+    const markersTopic = `${topicFor('pollCycle').name}${suffix}`;
+    const markersUntil = (done: (m: PollCycleEvent[]) => boolean) =>
+      readTopic(stack, markersTopic, 'pollCycle', done, 60_000);
+    const count = (m: PollCycleEvent[], market: string, kind: string) =>
+      m.filter((x) => x.market === market && x.kind === kind && x.outcome === 'COMPLETE').length;
+    const admin = stack.kafka.admin();
+    await admin.connect();
+    stack.defer(() => admin.disconnect());
+    const records = async (event: 'historyPoint' | 'sale') =>
+      (await admin.fetchTopicOffsets(`${topicFor(event).name}${suffix}`)).reduce((n, p) => n + Number(p.high), 0);
+
+    const first = [start('hist-a'), start('cn-a')];
+    const warm = await markersUntil(
+      (m) =>
+        count(m, 'hist-a', 'HISTORY') >= BACKFILL_DAYS &&
+        count(m, 'cn-a', 'HISTORY') >= BACKFILL_DAYS &&
+        count(m, 'cn-a', 'SALES') >= 1,
+    );
+    expect(count(warm, 'hist-a', 'HISTORY'), first.map((p) => p.output()).join('\n')).toBe(BACKFILL_DAYS);
+    expect(count(warm, 'cn-a', 'HISTORY')).toBe(BACKFILL_DAYS);
+    await stopAll(first);
+    const history = await records('historyPoint');
+    const sales = await records('sale');
+    expect(history).toBeGreaterThan(100);
+    expect(sales).toBeGreaterThan(0);
+
+    const again = [start('hist-a'), start('cn-a')];
+    // The restarted cn-a has run its first cycles again (its sales window among them); a history
+    // import that started over would have published its first day by then.
+    const after = await markersUntil((m) => count(m, 'cn-a', 'SALES') >= 2);
+    expect(count(after, 'cn-a', 'SALES'), again.map((p) => p.output()).join('\n')).toBe(2);
+    await new Promise((r) => setTimeout(r, 2_000));
+    await stopAll(again);
+    expect(await records('historyPoint')).toBe(history);
+    expect(await records('sale')).toBe(sales);
+    const markers = await readTopic(stack, markersTopic, 'pollCycle', () => false, 5_000);
+    expect(count(markers, 'hist-a', 'HISTORY')).toBe(BACKFILL_DAYS);
+    expect(count(markers, 'cn-a', 'HISTORY')).toBe(BACKFILL_DAYS);
+    // What each resumed from: one record per [market, kind] that moved.
+    const kept = await readTopic(
+      stack,
+      `${topicFor('pollerCursor').name}${suffix}`,
+      'pollerCursor',
+      () => false,
+      5_000,
+    );
+    const latest = new Map(kept.map((c) => [`${c.market} ${c.kind}`, c]));
+    expect([...latest.keys()].sort()).toEqual(['cn-a HISTORY', 'cn-a SALES', 'hist-a HISTORY']);
+    const days = markers
+      .filter((m) => m.market === 'hist-a' && m.kind === 'HISTORY')
+      .map((m) => Date.parse(m.cycle_id.split(':')[2] as string) / 86_400_000);
+    expect(latest.get('hist-a HISTORY')?.history?.closes_next).toBe(Math.max(...days) + 1);
+  }, 180_000);
 
   it('refuses to start with a bad configuration, naming the variable', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'services/poller/src/main.ts'], {

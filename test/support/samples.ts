@@ -139,6 +139,14 @@ export const SAMPLES: { [K in EventKind]: EventMap[K] } = {
     observed_at: at - 1_000,
     changed_at: at,
   },
+  pollerCursor: {
+    market: 'hist-a',
+    kind: 'HISTORY',
+    history: { closes_next: 20_412, hours_next: null, hours_end: null },
+    sales_from: null,
+    sales_seen: [],
+    updated_at: at,
+  },
   currentPrice: {
     market: 'cn-d',
     market_hash_name: '★ Karambit | Gamma Doppler (Minimal Wear)',

@@ -27,8 +27,8 @@ export function parseItemKey(key: string): { market: string; marketHashName: str
 }
 
 export function eventKey<K extends EventKind>(kind: K, event: EventMap[K]): string {
-  if (kind === 'pollCycle') {
-    const e = event as EventMap['pollCycle'];
+  if (kind === 'pollCycle' || kind === 'pollerCursor') {
+    const e = event as EventMap['pollCycle'] | EventMap['pollerCursor'];
     return JSON.stringify([e.market, e.kind]);
   }
   if (kind === 'buyorder') {

@@ -16,6 +16,7 @@ const SCHEMA_FILES: Record<EventKind, string> = {
   orderBook: 'order-book.avsc',
   historyPoint: 'history-point.avsc',
   pollCycle: 'poll-cycle.avsc',
+  pollerCursor: 'poller-cursor.avsc',
   priceChange: 'price-change.avsc',
   currentPrice: 'current-price.avsc',
 };

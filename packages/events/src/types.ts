@@ -120,6 +120,16 @@ export interface PollCycleEvent {
   end_offsets: { partition: number; offset: number }[];
 }
 
+/** Where a poller job resumes (poller-cursors.v1, internal to the pollers). */
+export interface PollerCursorEvent {
+  market: string;
+  kind: string;
+  history: { closes_next: number | null; hours_next: number | null; hours_end: number | null } | null;
+  sales_from: EpochMs | null;
+  sales_seen: string[];
+  updated_at: EpochMs;
+}
+
 export interface PriceChangeEvent extends ItemEvent {
   old_price: DecimalString | null;
   new_price: DecimalString | null;
@@ -149,6 +159,7 @@ export interface EventMap {
   orderBook: OrderBookEvent;
   historyPoint: HistoryPointEvent;
   pollCycle: PollCycleEvent;
+  pollerCursor: PollerCursorEvent;
   priceChange: PriceChangeEvent;
   currentPrice: CurrentPriceEvent;
 }

@@ -71,4 +71,33 @@ describe('HistoryCursor', () => {
     c.done(c.nextClose(10));
     expect(c.next(11)).toBeUndefined();
   });
+
+  it('a cursor resumed from a position kept after any cycle gives exactly the work left, nothing twice', () => {
+    const whole = drain(new HistoryCursor(6, 3), 200);
+    for (let stop = 0; stop <= whole.length; stop++) {
+      const before = new HistoryCursor(6, 3);
+      const done: HistoryWork[] = [];
+      for (let k = 0; k < stop; k++) {
+        const w = before.next(200) as HistoryWork;
+        done.push(w);
+        before.done(w);
+      }
+      const after = new HistoryCursor(6, 3);
+      after.resume(before.position());
+      expect([...done, ...drain(after, 200)], `stopped after ${stop}`).toEqual(whole);
+    }
+    // A position from before any cycle is a fresh start.
+    const fresh = new HistoryCursor(6, 3);
+    fresh.resume({ closesNext: null, hoursNext: null, hoursEnd: null });
+    expect(drain(fresh, 200)).toEqual(whole);
+    // Days close while the poller is down: the restarted one takes them with their hours.
+    const kept = new HistoryCursor(6, 3);
+    drain(kept, 200);
+    const later = new HistoryCursor(6, 3);
+    later.resume(kept.position());
+    expect(drain(later, 202)).toEqual([
+      { day: 200, closes: true, hourly: true },
+      { day: 201, closes: true, hourly: true },
+    ]);
+  });
 });

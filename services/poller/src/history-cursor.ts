@@ -12,8 +12,9 @@
  *   hours pass runs is imported (with its hours) before the pass goes on.
  *
  * Pure state: the poller asks `next(today)` and reports `done(work)` after a cycle that did not
- * fail, so a failed day is asked again. Not persisted: a restarted poller imports again, which
- * the read model absorbs (observed_at guards, candle merges).
+ * fail, so a failed day is asked again. The poller keeps `position()` on poller-cursors.v1 after
+ * each such cycle and a restarted poller `resume`s from it, so no day is imported twice (a day
+ * whose cycle a crash cut off is imported again: at most one).
  */
 export interface HistoryWork {
   /** UTC day, days since epoch. */
@@ -22,6 +23,13 @@ export interface HistoryWork {
   closes: boolean;
   /** Import the day's hourly candles. */
   hourly: boolean;
+}
+
+/** Where the passes stand (days since the epoch; null: not begun). */
+export interface HistoryPosition {
+  closesNext: number | null;
+  hoursNext: number | null;
+  hoursEnd: number | null;
 }
 
 export class HistoryCursor {
@@ -65,6 +73,20 @@ export class HistoryCursor {
   done(work: HistoryWork): void {
     if (work.closes && work.day === this.closesNext) this.closesNext++;
     else if (!work.closes && work.day === this.hoursNext) this.hoursNext++;
+  }
+
+  position(): HistoryPosition {
+    return { closesNext: this.closesNext ?? null, hoursNext: this.hoursNext ?? null, hoursEnd: this.hoursEnd ?? null };
+  }
+
+  /**
+   * Continues from a position kept before a restart. A backfill configured further back since is
+   * not gone back for: the days before the kept position were imported, or chosen not to be.
+   */
+  resume(p: HistoryPosition): void {
+    this.closesNext = p.closesNext ?? undefined;
+    this.hoursNext = p.hoursNext ?? undefined;
+    this.hoursEnd = p.hoursEnd ?? undefined;
   }
 
   /** Whether the passes are through (for the progress line and the poller's waiting). */

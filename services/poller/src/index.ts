@@ -12,3 +12,4 @@ export {
   type GateReason,
   type GateState,
 } from './catalogue-gate.js';
+export { KafkaCursorStore, type CursorStore } from './cursor-store.js';

@@ -5,6 +5,7 @@ import { adapterFor, UpstreamClient } from '@skinprices/marketplaces';
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
 import { intervalsFor, marketFor, pollerConfigSchema, waitsForCatalogue } from './config.js';
 import { CatalogueGate } from './catalogue-gate.js';
+import { KafkaCursorStore } from './cursor-store.js';
 import { PollerMetrics } from './metrics.js';
 import { Poller, polledKinds } from './poller.js';
 
@@ -52,6 +53,10 @@ const catalogue = !waitsForCatalogue(market, config, polledKinds(market, interva
       },
       { kafka, admin, serde, logger },
     );
+const cursors = new KafkaCursorStore(
+  { topicSuffix: config.TOPIC_SUFFIX, owner: `poller-${market.slug}` },
+  { kafka, admin, serde, producer },
+);
 const poller = new Poller(
   {
     market,
@@ -78,6 +83,7 @@ const poller = new Poller(
     logger,
     metrics,
     adapter,
+    cursors,
     ...(catalogue ? { catalogue } : {}),
   },
 );
@@ -93,6 +99,8 @@ if (config.METRICS_PORT !== undefined) {
   shutdown.register('metrics', server.close);
   logger.info({ url: server.url }, 'metrics listening');
 }
+// Where the history import and the sales window stopped before a restart (cursor-store.ts).
+await poller.resume();
 poller.start();
 // Registered last, so it runs first: stop polling (the running cycle ends with its marker),
 // then the producer flushes and disconnects.

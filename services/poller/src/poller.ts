@@ -40,6 +40,7 @@ import type { Admin, RecordMetadata } from 'kafkajs';
 import { aheadOne } from './ahead.js';
 import { cycleOutcome, endOffsetsFrom, removalsAllowed, type EndOffsets } from './cycle-end.js';
 import { eventOf, isDeltaKind, removalOf, rowKey, sameRow, toEvent } from './events.js';
+import type { CursorStore } from './cursor-store.js';
 import { HistoryCursor, type HistoryWork } from './history-cursor.js';
 import type { PollerMetrics } from './metrics.js';
 import { CircuitBreaker, TokenBucket, withRetry } from './resilience.js';
@@ -105,7 +106,16 @@ export interface PollerDeps {
    * before it. @default none: a listing marketplace's other kinds start after its own first cycle
    */
   catalogue?: { wait(signal: AbortSignal): Promise<unknown> };
+  /**
+   * Where the history import and the sales window resume after a restart (cursor-store.ts):
+   * read by resume(), written after each cycle that moved them. @default none: a restarted
+   * poller imports its backfill and its first sales window again
+   */
+  cursors?: CursorStore;
 }
+
+/** How long a stop lets a running HISTORY cycle finish, so its day is not imported twice. */
+const HISTORY_STOP_GRACE_MS = 10_000;
 
 export interface CycleResult {
   kind: Kind;
@@ -123,6 +133,10 @@ class Job {
   readonly last = new Map<string, Emitted>();
   salesFrom: number | undefined;
   readonly salesSeen = new Set<string>();
+  /** The sales the next window overlaps (sold at or after salesFrom), key → sold_at: kept in the cursor. */
+  readonly salesRecent = new Map<string, number>();
+  /** Aborts the cycle's upstream requests: at once on stop(), a HISTORY cycle's after a grace. */
+  requests = new AbortController();
   /** HISTORY: which day next (closes first, then recent hours), and what the running cycle imports. */
   history: HistoryCursor | undefined;
   historyWork: HistoryWork | undefined;
@@ -244,10 +258,64 @@ export class Poller {
 
   /** Stops every loop: the running request is aborted and its cycle ends with a marker. */
   async stop(): Promise<void> {
-    for (const j of this.jobs) if (j.state !== 'stopped') j.state = 'stopping';
+    const graces: NodeJS.Timeout[] = [];
+    for (const j of this.jobs) {
+      // A history cycle cut off would import its day again after the restart: it may finish.
+      if (j.kind === 'HISTORY' && j.state === 'polling')
+        graces.push(setTimeout(() => j.requests.abort(), HISTORY_STOP_GRACE_MS));
+      else j.requests.abort();
+      if (j.state !== 'stopped') j.state = 'stopping';
+    }
     this.stopCtl.abort();
     for (const j of this.jobs) j.wake.abort();
     await Promise.all(this.jobs.map((j) => j.loop ?? Promise.resolve()));
+    for (const g of graces) clearTimeout(g);
+  }
+
+  /**
+   * Continues the history import and the sales window from the cursors kept before a restart
+   * (PollerDeps.cursors). Call before start(); without a store it does nothing.
+   */
+  async resume(): Promise<void> {
+    const store = this.deps.cursors;
+    if (!store) return;
+    const kept = await store.load(this.options.market.slug);
+    for (const job of this.jobs) {
+      const cursor = kept.get(job.kind);
+      if (!cursor) continue;
+      if (job.history && cursor.history)
+        job.history.resume({
+          closesNext: cursor.history.closes_next,
+          hoursNext: cursor.history.hours_next,
+          hoursEnd: cursor.history.hours_end,
+        });
+      if (job.kind === 'SALES' && cursor.sales_from !== null) {
+        job.salesFrom = cursor.sales_from;
+        for (const k of cursor.sales_seen) {
+          job.salesSeen.add(k);
+          job.salesRecent.set(k, cursor.sales_from);
+        }
+      }
+    }
+    this.deps.logger.info(
+      { resumed: Object.fromEntries([...kept].map(([k, c]) => [k, c.history ?? c.sales_from])) },
+      'cursors resumed',
+    );
+  }
+
+  /** Keeps where `job` resumes after a restart (HISTORY and SALES; PollerDeps.cursors). */
+  private async keepCursor(job: Job): Promise<void> {
+    const store = this.deps.cursors;
+    if (!store || (job.kind !== 'SALES' && !job.history)) return;
+    const h = job.history?.position();
+    await store.save({
+      market: this.options.market.slug,
+      kind: job.kind,
+      history: h ? { closes_next: h.closesNext, hours_next: h.hoursNext, hours_end: h.hoursEnd } : null,
+      sales_from: job.kind === 'SALES' ? (job.salesFrom ?? null) : null,
+      sales_seen: job.kind === 'SALES' ? [...job.salesRecent.keys()] : [],
+      updated_at: this.deps.client.upstreamNow(),
+    });
   }
 
   private async run(job: Job, afterFirstCycle: () => void = () => undefined): Promise<void> {
@@ -363,7 +431,7 @@ export class Poller {
     const ctx: FetchContext = {
       client,
       market: market.slug,
-      signal: this.stopCtl.signal,
+      signal: job.requests.signal,
       request: (fn) =>
         withRetry(fn, {
           retries: this.options.retries,
@@ -371,7 +439,7 @@ export class Poller {
           maxMs: this.options.backoffMaxMs,
           limiter: this.limiter,
           bare429Ms: this.adapter.limits?.bare429BackoffMs,
-          signal: this.stopCtl.signal,
+          signal: job.requests.signal,
           onRetry: (err, attempt, waitMs) =>
             logger.warn({ kind, code: err.code, attempt, waitMs, msg: err.message }, 'retrying upstream request'),
         }),
@@ -473,6 +541,11 @@ export class Poller {
       }
     }
     this.advanceWindows(job, kind, seen, error);
+    // After the cycle's records were acknowledged, before its marker: a restart resumes past them.
+    if (!error)
+      await this.keepCursor(job).catch((err: unknown) =>
+        logger.warn({ err, kind }, 'cursor not kept: a restart would fetch this cycle again'),
+      );
 
     const facts = { error: error ? describe(error) : null, seen: seen.size, rejected, emptied, endOffsets: null };
     // Only a cycle that would be COMPLETE waits for end offsets (retries): the others remove
@@ -540,6 +613,8 @@ export class Poller {
       for (const e of seen.values()) newest = Math.max(newest, (e as RowMap['SALES']).sold_at);
       job.salesFrom = Math.max(job.salesFrom ?? 0, newest - 60_000);
       if (job.salesSeen.size > 200_000) job.salesSeen.clear();
+      for (const [k, e] of seen) job.salesRecent.set(k, (e as RowMap['SALES']).sold_at);
+      for (const [k, at] of job.salesRecent) if (at < job.salesFrom) job.salesRecent.delete(k);
     }
     if (job.history && job.historyWork && !error) job.history.done(job.historyWork);
   }
