@@ -474,9 +474,28 @@ async function platformRun(run: number): Promise<Run> {
       await sleep(500);
     }
     console.log(`run ${run + 1}: roll-over to the next day settled in ${rolloverS} s, ${scoresAtFreshness} scores`);
-    // Each list read once, as its customers would right after the roll-over: the API patches in
-    // the roll-over's changes (every row's statistics and score) now, not in the measured phase.
-    for (const m of LIST_MARKETS) await getJson(`/v1/prices/${m}`);
+    // The lists read, as their customers would right after the roll-over, until the API's patches
+    // of them come to rest: it patches in the roll-over's changes (every row's statistics and
+    // score) now, not in the measured phase. A body is patched when it is asked for, behind the
+    // answer that asked (one read of each list left 73,810 changed rows to the phase).
+    const patchedRows = async () => {
+      const m = await metricsNow();
+      return (
+        (m.get('api_list_body_refresh_rows_sum{how="patch"}') ?? 0) +
+        (m.get('api_list_body_refresh_rows_sum{how="first"}') ?? 0)
+      );
+    };
+    const restFrom = performance.now();
+    for (let before = -1; ;) {
+      for (const m of LIST_MARKETS) await getJson(`/v1/prices/${m}`);
+      await sleep(2_000);
+      const now = await patchedRows();
+      if (now === before || performance.now() - restFrom > 120_000) break;
+      before = now;
+    }
+    console.log(
+      `run ${run + 1}: lists at rest after the roll-over in ${((performance.now() - restFrom) / 1000).toFixed(1)} s`,
+    );
 
     // ---- freshness: single changes in the steady state ---------------------------------------
     const consumer = kafka.consumer({ groupId: `${tag}-watch` });
