@@ -61,6 +61,8 @@ describe('end to end: make run', () => {
         stack.kafka,
         topicDefinitions().map((t) => `${t.name}${suffix}`),
       );
+      // The platform registered a subject per topic: nothing of the test stays in the registry.
+      for (const t of topicDefinitions()) await stack.serde.deleteSubject(`${t.name}${suffix}-value`);
       const admin = createPool({ databaseUrl: stack.env.databaseUrl, max: 1 });
       await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; DROP SCHEMA IF EXISTS ${keysSchema} CASCADE`);
       await admin.end();

@@ -1,8 +1,10 @@
 /**
- * Subjects get one explicit compatibility rule (BACKWARD). A backward-compatible change is
- * accepted and old records still decode; an incompatible change is refused.
+ * Subjects get one explicit compatibility rule: FULL_TRANSITIVE (history.v1: BACKWARD_TRANSITIVE,
+ * the documented exception, serde.ts compatibilityOf). A change both older and newer readers
+ * decode is accepted and old records still decode; a change an older consumer could not read is
+ * refused, even when newer readers could.
  */
-import { eventSchema } from '@skinprices/events';
+import { eventSchema, EventSerde } from '@skinprices/events';
 import avro from 'avsc';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SAMPLES } from '../support/samples.js';
@@ -14,7 +16,7 @@ function listingSchemaWith(extraField: Record<string, unknown>): string {
   return JSON.stringify(schema);
 }
 
-describe('schema evolution under BACKWARD compatibility', () => {
+describe('schema evolution under FULL_TRANSITIVE compatibility', () => {
   const stack = new TestStack();
   afterAll(() => stack.cleanup());
 
@@ -30,7 +32,7 @@ describe('schema evolution under BACKWARD compatibility', () => {
     const res = await fetch(`${stack.env.registryUrl}/subjects/${topic}-value/versions`);
     expect(await res.json()).toEqual([1, 2]);
     const config = await fetch(`${stack.env.registryUrl}/config/${topic}-value`);
-    expect(await config.json()).toMatchObject({ compatibilityLevel: 'BACKWARD' });
+    expect(await config.json()).toMatchObject({ compatibilityLevel: 'FULL_TRANSITIVE' });
 
     // The v1 record decodes unchanged after the subject moved to v2.
     expect(JSON.parse(JSON.stringify(await v1.decode(oldRecord)))).toEqual(SAMPLES.listing);
@@ -46,6 +48,29 @@ describe('schema evolution under BACKWARD compatibility', () => {
     });
     const res = await fetch(`${stack.env.registryUrl}/subjects/${topic}-value/versions`);
     expect(await res.json()).toEqual([1]);
+  });
+
+  it('refuses a field removed that consumers on the earlier version need, which BACKWARD accepted', async () => {
+    const topic = await stack.topic('listing');
+    await stack.serde.codec(topic, 'listing');
+    const schema = JSON.parse(eventSchema('listing').text) as { fields: { name: string }[] };
+    const without = JSON.stringify({ ...schema, fields: schema.fields.filter((f) => f.name !== 'count') });
+    await expect(stack.serde.register(topic, 'listing', without)).rejects.toMatchObject({
+      code: 'schema_incompatible',
+      retryable: false,
+    });
+    // The same change under the old rule: new readers of old records were all it protected.
+    const lax = new EventSerde({ registryUrl: stack.env.registryUrl, compatibility: 'BACKWARD' });
+    const other = await stack.topic('listing');
+    await lax.codec(other, 'listing');
+    expect(await lax.register(other, 'listing', without)).toBeGreaterThan(0);
+  });
+
+  it('keeps history.v1 on BACKWARD_TRANSITIVE, its documented exception', async () => {
+    const topic = await stack.topic('historyPoint');
+    await stack.serde.codec(topic, 'historyPoint');
+    const config = await fetch(`${stack.env.registryUrl}/config/${topic}-value`);
+    expect(await config.json()).toMatchObject({ compatibilityLevel: 'BACKWARD_TRANSITIVE' });
   });
 
   it('decodes a record written with a newer schema into the shape this code knows', async () => {
@@ -77,6 +102,6 @@ describe('schema evolution under BACKWARD compatibility', () => {
     const codec = await stack.serde.codec(topic, 'listing');
     expect(codec.schemaId).toBeGreaterThan(0);
     const after = await fetch(`${stack.env.registryUrl}/config/${subject}`);
-    expect(await after.json()).toMatchObject({ compatibilityLevel: 'BACKWARD' });
+    expect(await after.json()).toMatchObject({ compatibilityLevel: 'FULL_TRANSITIVE' });
   });
 });

@@ -2,6 +2,7 @@ export * from './types.js';
 export {
   EVENT_KINDS,
   eventSchema,
+  schemaVersions,
   topicDefinitions,
   topicFor,
   type EventSchema,
@@ -9,7 +10,7 @@ export {
 } from './schemas.js';
 export { eventKey, itemKey, KEY_FIELDS_HEADER, keyHeaders, parseItemKey } from './keys.js';
 export { validateEvent } from './validate.js';
-export { EventSerde, TopicCodec, type Compatibility, type SerdeOptions } from './serde.js';
+export { compatibilityOf, EventSerde, TopicCodec, type Compatibility, type SerdeOptions } from './serde.js';
 export {
   createKafka,
   EventConsumer,

@@ -3,7 +3,7 @@
  * definitions (infra/kafka/topics.json, the one list of topics). Both are files so that
  * non-TypeScript consumers and the infra scripts read the same source.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import avro from 'avsc';
 import type { EventKind } from './types.js';
 
@@ -43,6 +43,20 @@ export function eventSchema(kind: EventKind): EventSchema {
     schemaCache.set(kind, s);
   }
   return s;
+}
+
+/**
+ * Every version of a kind's schema ever published, oldest first (schemas/versions/<name>/vN.avsc;
+ * the last is the current one): the readers downstream teams may still run, which every record
+ * written now must decode with (compatibilityOf).
+ */
+export function schemaVersions(kind: EventKind): { version: number; text: string }[] {
+  const dir = new URL(`versions/${SCHEMA_FILES[kind].replace(/\.avsc$/, '')}/`, SCHEMA_DIR);
+  return readdirSync(dir)
+    .map((f) => /^v(\d+)\.avsc$/.exec(f))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ version: Number(m[1]), text: readFileSync(new URL(m[0], dir), 'utf8') }))
+    .sort((a, b) => a.version - b.version);
 }
 
 export interface TopicDefinition {

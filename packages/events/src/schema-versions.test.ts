@@ -1,0 +1,70 @@
+/**
+ * Every version of every schema ever published is kept (schemas/versions), and what is written
+ * now must be read by consumers on each of them, and read their records (FULL_TRANSITIVE,
+ * serde.ts compatibilityOf): checked here with avsc's schema resolution, pair by pair, and on a
+ * record of every kind. The registry enforces the same rule at registration
+ * (test/integration/schema-evolution.test.ts).
+ */
+import avro from 'avsc';
+import { describe, expect, it } from 'vitest';
+import { SAMPLES } from '../../../test/support/samples.js';
+import { compatibilityOf } from './serde.js';
+import { EVENT_KINDS, eventSchema, schemaVersions } from './schemas.js';
+
+const typeOf = (text: string) => avro.Type.forSchema(JSON.parse(text) as avro.Schema);
+/** Whether a reader on `reader` decodes what `writer` wrote. */
+const reads = (reader: string, writer: string): boolean => {
+  try {
+    typeOf(reader).createResolver(typeOf(writer));
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('schema versions', () => {
+  it('the current schema of every kind is its last kept version', () => {
+    for (const kind of EVENT_KINDS) {
+      const versions = schemaVersions(kind);
+      expect(versions.length, kind).toBeGreaterThan(0);
+      expect(
+        versions.map((v) => v.version),
+        kind,
+      ).toEqual(versions.map((_, i) => i + 1));
+      expect(JSON.parse(versions.at(-1)?.text ?? 'null'), kind).toEqual(JSON.parse(eventSchema(kind).text));
+    }
+  });
+
+  it('every pair of versions reads each other both ways, but for the one documented exception', () => {
+    for (const kind of EVENT_KINDS) {
+      const versions = schemaVersions(kind);
+      for (const older of versions)
+        for (const newer of versions) {
+          if (older.version >= newer.version) continue;
+          expect(reads(newer.text, older.text), `${kind}: v${newer.version} reads v${older.version}`).toBe(true);
+          const forward = reads(older.text, newer.text);
+          if (compatibilityOf(kind) === 'FULL_TRANSITIVE')
+            expect(forward, `${kind}: v${older.version} reads v${newer.version}`).toBe(true);
+          // history.v1: version 1 readers cannot read version 2's nullable price (serde.ts).
+          else expect([kind, older.version, newer.version, forward]).toEqual(['historyPoint', 1, 2, false]);
+        }
+    }
+  });
+
+  it("a record of every kind, written now, decodes with each earlier version's reader", () => {
+    for (const kind of EVENT_KINDS) {
+      const current = eventSchema(kind).type;
+      const record = current.toBuffer(SAMPLES[kind]);
+      for (const v of schemaVersions(kind)) {
+        const reader = typeOf(v.text);
+        if (!reads(v.text, eventSchema(kind).text)) continue; // the exception above
+        const decoded = reader.fromBuffer(record, reader.createResolver(current)) as Record<string, unknown>;
+        const readerFields = (JSON.parse(v.text) as { fields: { name: string }[] }).fields.map((f) => f.name);
+        for (const f of readerFields)
+          expect(decoded[f], `${kind} v${v.version}.${f}`).toEqual(
+            (SAMPLES[kind] as unknown as Record<string, unknown>)[f] ?? decoded[f],
+          );
+      }
+    }
+  });
+});
