@@ -151,8 +151,9 @@ interface Run {
   freshness_churn: Record<string, number>;
   /**
    * From moving the simulator's clock to midnight until every listing marketplace's first complete
-   * LISTINGS cycle of the new day was applied and the derive path was idle (s); null in a
-   * cold-only run or when it did not settle within ROLLOVER_WITHIN_MS.
+   * LISTINGS cycle of the new day was applied, the derive path was idle and the outbox had
+   * published the day's changes (every item's price changes at a simulated midnight: ~150k) (s);
+   * null in a cold-only run or when it did not settle within ROLLOVER_WITHIN_MS.
    */
   rollover_s: number | null;
   /** Items with a liquidity score as the freshness phase began (what a calm phase could change). */
@@ -457,7 +458,8 @@ async function platformRun(run: number): Promise<Run> {
         `SELECT (SELECT count(DISTINCT market)::int FROM ${tag}.poll_cycles
                  WHERE kind = 'LISTINGS' AND outcome = 'COMPLETE' AND started_at >= $1 AND applied_at IS NOT NULL
                    AND market = ANY($2)) AS markets,
-                (SELECT count(*)::int FROM ${tag}.derive_pending) + (SELECT count(*)::int FROM ${tag}.judge_pending) AS queued,
+                (SELECT count(*)::int FROM ${tag}.derive_pending) + (SELECT count(*)::int FROM ${tag}.judge_pending)
+                  + (SELECT count(*)::int FROM ${tag}.price_change_outbox) AS queued,
                 (SELECT count(*)::int FROM ${tag}.item_liquidity_score WHERE score IS NOT NULL) AS scores`,
         [new Date(midnight), LISTING_MARKETS],
       );
