@@ -6,28 +6,26 @@
 import { spawn } from 'node:child_process';
 import { topicFor, type PollCycleEvent } from '@skinprices/events';
 import { afterAll, describe, expect, it } from 'vitest';
-import { projectTopics, readTopic, startSimulator } from '../support/pipeline.js';
+import type { MarketSlug } from '@skinprices/domain';
+import { projectTopics, readTopic, startSimulator, type Sim } from '../support/pipeline.js';
 import { TestStack } from '../support/stack.js';
 
 describe('poller process', () => {
   const stack = new TestStack();
   afterAll(() => stack.cleanup());
 
-  it('polls on its schedule, serves metrics, and stops cleanly on SIGTERM', async () => {
-    const sim = await startSimulator(stack, 200);
-    const suffix = await projectTopics(stack);
-    const metricsPort = 17_000 + Math.floor(Math.random() * 1000);
+  /** A poller process of `market` on the test's stack and topics; killed at clean-up if still running. */
+  const spawnPoller = (sim: Sim, market: MarketSlug, suffix: string, env: Record<string, string>) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'services/poller/src/main.ts'], {
       env: {
         ...process.env,
-        MARKET: 'eu-a',
-        UPSTREAM_BASE_URL: sim.running.marketUrls['eu-a'],
+        MARKET: market,
+        UPSTREAM_BASE_URL: sim.running.marketUrls[market],
         KAFKA_BROKERS: stack.env.brokers,
         SCHEMA_REGISTRY_URL: stack.env.registryUrl,
         TOPIC_SUFFIX: suffix,
-        POLL_LISTINGS_MS: '1000',
-        METRICS_PORT: String(metricsPort),
         LOG_LEVEL: 'warn',
+        ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -38,6 +36,21 @@ describe('poller process', () => {
     stack.defer(async () => {
       if (child.exitCode === null) child.kill('SIGKILL');
     });
+    return { child, exited, output: () => output };
+  };
+
+  it('polls on its schedule, serves metrics, and stops cleanly on SIGTERM', async () => {
+    const sim = await startSimulator(stack, 200);
+    const suffix = await projectTopics(stack);
+    const metricsPort = 17_000 + Math.floor(Math.random() * 1000);
+    const {
+      child,
+      exited,
+      output: out,
+    } = spawnPoller(sim, 'eu-a', suffix, {
+      POLL_LISTINGS_MS: '1000',
+      METRICS_PORT: String(metricsPort),
+    });
 
     // Two cycles a second apart: the schedule runs, the first FULL, the second DELTA.
     const markers = await readTopic(
@@ -47,7 +60,7 @@ describe('poller process', () => {
       (e) => e.length >= 2,
       40_000,
     );
-    expect(markers.length, output).toBeGreaterThanOrEqual(2);
+    expect(markers.length, out()).toBeGreaterThanOrEqual(2);
     expect(markers.slice(0, 2).map((m) => [m.market, m.kind, m.mode, m.outcome])).toEqual([
       ['eu-a', 'LISTINGS', 'FULL', 'COMPLETE'],
       ['eu-a', 'LISTINGS', 'DELTA', 'COMPLETE'],
@@ -61,7 +74,7 @@ describe('poller process', () => {
 
     child.kill('SIGTERM');
     const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 15_000))]);
-    expect(code, output).toBe(0);
+    expect(code, out()).toBe(0);
   }, 90_000);
 
   it('resumes its history import and sales window after a restart: nothing is published twice', async () => {
@@ -70,33 +83,14 @@ describe('poller process', () => {
     const sim = await startSimulator(stack, 150, Date.UTC(2026, 10, 20, 12), {}, { dailyHistory: true });
     const suffix = await projectTopics(stack);
     const BACKFILL_DAYS = 4;
-    const start = (market: 'hist-a' | 'cn-a') => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'services/poller/src/main.ts'], {
-        env: {
-          ...process.env,
-          MARKET: market,
-          UPSTREAM_BASE_URL: sim.running.marketUrls[market],
-          KAFKA_BROKERS: stack.env.brokers,
-          SCHEMA_REGISTRY_URL: stack.env.registryUrl,
-          TOPIC_SUFFIX: suffix,
-          CATALOGUE_GATE_MS: '0',
-          HISTORY_BACKFILL_DAYS: String(BACKFILL_DAYS),
-          POLL_SALES_MS: '600000',
-          LOG_LEVEL: 'warn',
-          // A listing marketplace's daily closes from its upstream's history endpoint (the warm demo).
-          ...(market === 'cn-a' ? { DAILY_HISTORY: 'history' } : {}),
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+    const start = (market: 'hist-a' | 'cn-a') =>
+      spawnPoller(sim, market, suffix, {
+        CATALOGUE_GATE_MS: '0',
+        HISTORY_BACKFILL_DAYS: String(BACKFILL_DAYS),
+        POLL_SALES_MS: '600000',
+        // A listing marketplace's daily closes from its upstream's history endpoint (the warm demo).
+        ...(market === 'cn-a' ? { DAILY_HISTORY: 'history' } : {}),
       });
-      let output = '';
-      child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-      stack.defer(async () => {
-        if (child.exitCode === null) child.kill('SIGKILL');
-      });
-      return { child, exited, output: () => output };
-    };
     const stopAll = async (procs: ReturnType<typeof start>[]) => {
       for (const p of procs) p.child.kill('SIGTERM');
       for (const p of procs) expect(await p.exited, p.output()).toBe(0);
