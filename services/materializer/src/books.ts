@@ -29,9 +29,23 @@ interface Spec<E> {
   key: readonly string[];
   /** The event as a COPY row of `columns`. @default the event's fields of the same names */
   row?: (e: E) => CopyValue[];
+  /**
+   * Each row also keeps its prior observation (`prior_price`, `prior_at`: the last one before the
+   * start of its observed UTC day; migration 0020), which the day's liquidity reads as the price
+   * held when the day began. @default false
+   */
+  keepsPrior?: boolean;
 }
 
-/** Stages the batch and merges the latest state per key, guarded by observed_at. */
+/** The start of a timestamp's UTC day, in SQL. */
+const dayStart = (t: string): string => `date_trunc('day', ${t}, 'UTC')`;
+
+/**
+ * Stages the batch and merges the latest state per key, guarded by observed_at. With
+ * `keepsPrior`, the prior observation comes from the batch's own earlier records, the stored row
+ * or the stored row's prior, whichever is latest before the new observation's day began, so one
+ * batch of a key's records and one batch per record leave the same row.
+ */
 async function upsertLatest<E extends { observed_at: number }>(
   client: PoolClient,
   spec: Spec<E>,
@@ -44,15 +58,50 @@ async function upsertLatest<E extends { observed_at: number }>(
     spec.columns,
     messages.map((m) => [...(spec.row ?? byColumns<E>(spec.columns))(m.value as E), m.offset]),
   );
+  const t = spec.table;
   const key = spec.key.join(', ');
   const rest = spec.columns.filter((c) => !spec.key.includes(c));
+  const newest = `ORDER BY ${key}, observed_at DESC, kafka_offset DESC`;
+  if (!spec.keepsPrior) {
+    await client.query(`
+      INSERT INTO ${t} (${spec.columns.join(', ')})
+      SELECT DISTINCT ON (${key}) ${spec.columns.join(', ')} FROM ${staged} ${newest}
+      ON CONFLICT (${key}) DO UPDATE SET ${setExcluded(rest)}
+      WHERE excluded.observed_at > ${t}.observed_at`);
+    return;
+  }
+  const before = `greatest(CASE WHEN ${t}.observed_at < ${dayStart('excluded.observed_at')} THEN ${t}.observed_at END,
+                           ${t}.prior_at, excluded.prior_at)`;
   await client.query(`
-    INSERT INTO ${spec.table} (${spec.columns.join(', ')})
-    SELECT DISTINCT ON (${key}) ${spec.columns.join(', ')}
-    FROM ${staged}
-    ORDER BY ${key}, observed_at DESC, kafka_offset DESC
-    ON CONFLICT (${key}) DO UPDATE SET ${setExcluded(rest)}
-    WHERE excluded.observed_at > ${spec.table}.observed_at`);
+    WITH latest AS (SELECT DISTINCT ON (${key}) * FROM ${staged} ${newest}),
+    prior AS (
+      SELECT DISTINCT ON (${key}) s.${spec.key.join(', s.')}, s.price, s.observed_at
+      FROM ${staged} s JOIN latest l USING (${key})
+      WHERE s.observed_at < ${dayStart('l.observed_at')}
+      ORDER BY ${key}, s.observed_at DESC, s.kafka_offset DESC
+    )
+    INSERT INTO ${t} (${spec.columns.join(', ')}, prior_price, prior_at)
+    SELECT ${spec.columns.map((c) => `l.${c}`).join(', ')}, p.price, p.observed_at
+    FROM latest l LEFT JOIN prior p USING (${key})
+    ON CONFLICT (${key}) DO UPDATE SET ${setExcluded(rest)},
+      prior_price = CASE ${before}
+                      WHEN ${t}.observed_at THEN ${t}.price
+                      WHEN excluded.prior_at THEN excluded.prior_price
+                      ELSE ${t}.prior_price END,
+      prior_at = ${before}
+    WHERE excluded.observed_at > ${t}.observed_at`);
+}
+
+/**
+ * What a marker clearing vanished rows of `table` at `$2` (its cycle's end) sets besides the
+ * kind's cleared values: for a table that keeps priors, a row last observed before that day's
+ * start keeps that observation as its prior (upsertLatest).
+ */
+export function clearTerms(table: string): string {
+  if (!PRIOR_TABLES.has(table)) return '';
+  const before = `observed_at < ${dayStart('$2::timestamptz')}`;
+  return `, prior_price = CASE WHEN ${before} THEN price ELSE prior_price END,
+    prior_at = CASE WHEN ${before} THEN observed_at ELSE prior_at END`;
 }
 
 const at = (ms: number): Date => new Date(ms);
@@ -88,63 +137,9 @@ const BUYORDERS: Spec<BuyOrderEvent> = {
   key: ['market', 'market_hash_name', 'phase', 'tier'],
   // A plain row has no tier: '' (the key column cannot be NULL).
   row: (e) => byColumns<BuyOrderEvent>(BUYORDERS_COLUMNS)({ ...e, tier: e.tier ?? '' }),
+  // The day's liquidity reads the bid held when the day began (derived.ts).
+  keepsPrior: true,
 };
-
-/** The start of a timestamp's UTC day, in SQL. */
-const dayStart = (t: string): string => `date_trunc('day', ${t}, 'UTC')`;
-
-/**
- * Buy orders as upsertLatest merges them, and each row's prior observation (migration 0020): the
- * last one before the start of its observed day, which the day's liquidity reads as the bid held
- * when the day began. Taken from the batch's own earlier records, the stored row or the stored
- * row's prior, whichever is latest before that start, so one batch of a key's records and one
- * batch per record leave the same row. A marker clearing an order keeps it likewise
- * (PRIOR_ON_CLEAR).
- */
-async function upsertBuyOrders(client: PoolClient, messages: readonly DecodedMessage<'buyorder'>[]): Promise<void> {
-  if (messages.length === 0) return;
-  const spec = BUYORDERS;
-  const staged = await stage(
-    client,
-    spec.table,
-    spec.columns,
-    messages.map((m) => [...(spec.row as (e: BuyOrderEvent) => CopyValue[])(m.value as BuyOrderEvent), m.offset]),
-  );
-  const key = spec.key.join(', ');
-  const rest = spec.columns.filter((c) => !spec.key.includes(c));
-  const t = spec.table;
-  const before = `greatest(CASE WHEN ${t}.observed_at < ${dayStart('excluded.observed_at')} THEN ${t}.observed_at END,
-                           ${t}.prior_at, excluded.prior_at)`;
-  await client.query(`
-    WITH latest AS (
-      SELECT DISTINCT ON (${key}) * FROM ${staged}
-      ORDER BY ${key}, observed_at DESC, kafka_offset DESC
-    ),
-    prior AS (
-      SELECT DISTINCT ON (${key}) s.${spec.key.join(', s.')}, s.price, s.observed_at
-      FROM ${staged} s JOIN latest l USING (${key})
-      WHERE s.observed_at < ${dayStart('l.observed_at')}
-      ORDER BY ${key}, s.observed_at DESC, s.kafka_offset DESC
-    )
-    INSERT INTO ${t} (${spec.columns.join(', ')}, prior_price, prior_at)
-    SELECT ${spec.columns.map((c) => `l.${c}`).join(', ')}, p.price, p.observed_at
-    FROM latest l LEFT JOIN prior p USING (${key})
-    ON CONFLICT (${key}) DO UPDATE SET ${setExcluded(rest)},
-      prior_price = CASE ${before}
-                      WHEN ${t}.observed_at THEN ${t}.price
-                      WHEN excluded.prior_at THEN excluded.prior_price
-                      ELSE ${t}.prior_price END,
-      prior_at = ${before}
-    WHERE excluded.observed_at > ${t}.observed_at`);
-}
-
-/**
- * The SET terms a marker adds when it clears buy orders at `$2` (their cycle's end): a row last
- * observed before that day's start keeps that observation as its prior (upsertBuyOrders).
- */
-export const PRIOR_ON_CLEAR = `
-  prior_price = CASE WHEN observed_at < ${dayStart('$2::timestamptz')} THEN price ELSE prior_price END,
-  prior_at = CASE WHEN observed_at < ${dayStart('$2::timestamptz')} THEN observed_at ELSE prior_at END`;
 
 const FLOAT_RANGED: Spec<FloatRangedEvent> = {
   table: DATA_KINDS.FLOAT_RANGED.table,
@@ -272,6 +267,11 @@ async function restateStats(client: PoolClient, messages: readonly DecodedMessag
   );
 }
 
+/** The tables whose rows keep their prior observation (Spec.keepsPrior). */
+const PRIOR_TABLES: ReadonlySet<string> = new Set(
+  [BUYORDERS, FLOAT_RANGED, FLOAT_BUYORDERS, ORDER_BOOK].filter((x) => x.keepsPrior === true).map((x) => x.table),
+);
+
 /** The data kinds' events other than listings (listings.ts): each written by its own function below. */
 export type BookKind = Exclude<DataEventKind, 'listing'>;
 
@@ -282,7 +282,7 @@ export async function applyBooks(
 ): Promise<void> {
   switch (kind) {
     case 'buyorder':
-      return upsertBuyOrders(client, messages as DecodedMessage<'buyorder'>[]);
+      return upsertLatest(client, BUYORDERS, messages);
     case 'floatRanged':
       return upsertLatest(client, FLOAT_RANGED, messages);
     case 'floatBuyorder':

@@ -32,7 +32,7 @@ import {
 import type { PollCycleEvent } from '@skinprices/events';
 import type { Logger } from '@skinprices/runtime';
 import type { PoolClient } from '@skinprices/store';
-import { PRIOR_ON_CLEAR } from './books.js';
+import { clearTerms } from './books.js';
 import {
   advanceClock,
   refreshLiquidity,
@@ -251,9 +251,7 @@ async function applyComplete(client: PoolClient, m: PollCycleRow, options: Marke
   // A delta kind's full cycle: what it did not see is gone; its row says so with the `cleared`
   // values (a price is NULL, never zero), stamped by this cycle.
   const fields = Object.entries(cleared);
-  // A buy order's prior observation (the bid held when a day began) follows it (books.ts).
-  const prior = table === DATA_KINDS.BUYORDERS.table ? `, ${PRIOR_ON_CLEAR}` : '';
-  const set = fields.map(([f, v]) => `${f} = ${v === null ? 'NULL' : v}`).join(', ') + prior;
+  const set = fields.map(([f, v]) => `${f} = ${v === null ? 'NULL' : v}`).join(', ') + clearTerms(table);
   const stillSet = fields.map(([f, v]) => (v === null ? `${f} IS NOT NULL` : `${f} <> ${v}`)).join(' OR ');
   touched(
     await client.query(

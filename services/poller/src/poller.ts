@@ -136,7 +136,7 @@ class Job {
   /** The sales the next window overlaps (sold at or after salesFrom), key → sold_at: kept in the cursor. */
   readonly salesRecent = new Map<string, number>();
   /** Aborts the cycle's upstream requests: at once on stop(), a HISTORY cycle's after a grace. */
-  requests = new AbortController();
+  readonly requests = new AbortController();
   /** HISTORY: which day next (closes first, then recent hours), and what the running cycle imports. */
   history: HistoryCursor | undefined;
   historyWork: HistoryWork | undefined;
@@ -256,7 +256,10 @@ export class Poller {
     }
   }
 
-  /** Stops every loop: the running request is aborted and its cycle ends with a marker. */
+  /**
+   * Stops every loop: the running request is aborted and its cycle ends with a marker; a running
+   * HISTORY cycle first gets HISTORY_STOP_GRACE_MS to finish its day.
+   */
   async stop(): Promise<void> {
     const graces: NodeJS.Timeout[] = [];
     for (const j of this.jobs) {
