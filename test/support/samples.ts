@@ -21,6 +21,7 @@ export const SAMPLES: { [K in EventKind]: EventMap[K] } = {
     item_page_url: null,
     observed_at: at,
     cycle_id: 'cn-a:LISTINGS:0001',
+    removals_sent: false,
   },
   buyorder: {
     market: 'cn-b',
@@ -126,6 +127,7 @@ export const SAMPLES: { [K in EventKind]: EventMap[K] } = {
       { partition: 0, offset: 1200 },
       { partition: 3, offset: 98 },
     ],
+    removals_sent: false,
   },
   priceChange: {
     market: 'eu-b',

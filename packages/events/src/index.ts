@@ -9,6 +9,7 @@ export {
   type TopicDefinition,
 } from './schemas.js';
 export { eventKey, itemKey, KEY_FIELDS_HEADER, keyHeaders, parseItemKey } from './keys.js';
+export { partitionOfKey } from './partitioner.js';
 export { validateEvent } from './validate.js';
 export { compatibilityOf, EventSerde, TopicCodec, type Compatibility, type SerdeOptions } from './serde.js';
 export {

@@ -26,6 +26,8 @@ export interface ListingEvent extends ItemEvent {
   item_page_url: string | null;
   observed_at: EpochMs;
   cycle_id: string;
+  /** The cycle sends its removals as records (poll-cycles.v1 `removals_sent`). Absent: false. */
+  removals_sent?: boolean;
 }
 
 export interface BuyOrderEvent extends ItemEvent {
@@ -118,6 +120,8 @@ export interface PollCycleEvent {
   error: string | null;
   data_topic: string;
   end_offsets: { partition: number; offset: number }[];
+  /** Every item the cycle no longer saw was sent as a removal record: the marker removes nothing else. Absent: false. */
+  removals_sent?: boolean;
 }
 
 /** Where a poller job resumes (poller-cursors.v1, internal to the pollers). */

@@ -131,6 +131,21 @@ class Job {
   cycles = 0;
   /** Delta kinds: what the topic last said about each row key. */
   readonly last = new Map<string, Emitted>();
+  /**
+   * Delta kinds: rows of a send that failed, which may have reached the topic all the same (a
+   * send spans partitions, and some may have acknowledged). Not in `last`, so not compared
+   * against, but removed like its rows when a clean cycle no longer sees them.
+   */
+  readonly unsure = new Map<string, Emitted>();
+  /**
+   * Delta kinds: whether this job's cycles send every removal as a record (`removals_sent`), so
+   * their markers need not remove what they did not see. `unknown` until a FULL cycle has ended
+   * COMPLETE since the start (before it, what earlier processes said is unknown: the first FULL
+   * marker removes what it did not see, the old way); `settling` until the next FULL cycle
+   * starts, so that marker is long applied before any record of a flagged cycle can be dropped
+   * as a repeat (a record dropped before an older marker's removal would not undo it); then `sent`.
+   */
+  removals: 'unknown' | 'settling' | 'sent' = 'unknown';
   salesFrom: number | undefined;
   readonly salesSeen = new Set<string>();
   /** The sales the next window overlaps (sold at or after salesFrom), key → sold_at: kept in the cursor. */
@@ -407,6 +422,10 @@ export class Poller {
     // a daily close, every day, however rarely its price moves (statistics read daily closes).
     const day = Math.floor(startedAt / DAY_MS);
     const full = !delta || job.last.size === 0 || job.cycles % this.options.fullEvery === 0 || job.fullDay !== day;
+    if (delta && full && job.removals === 'settling') job.removals = 'sent';
+    const removalsSent = delta && job.removals === 'sent';
+    // Only listings.v1 records carry the flag (a consumer of buy orders reads it on the marker).
+    const flagRecords = removalsSent && kind === 'LISTINGS';
     const timer = metrics.cycleSeconds.startTimer(labels);
     const input = this.inputFor(job, startedAt);
     const cycleId =
@@ -450,12 +469,22 @@ export class Poller {
 
     /** Sends a page; only what reached Kafka counts as said (job.last, salesSeen). */
     const send = async (events: EventMap[EventKind][], pageSeen: readonly [string, Emitted][]): Promise<void> => {
-      const res = await producer.send(codec, events);
+      let res: Awaited<ReturnType<typeof producer.send>>;
+      try {
+        res = await producer.send(codec, events);
+      } catch (err) {
+        if (delta) for (const [k, e] of pageSeen) if (!job.last.has(k)) job.unsure.set(k, e);
+        throw err;
+      }
       wrote(res.metadata);
       emitted += res.sent;
       rejected += res.rejected.length;
       metrics.events.inc(labels, res.sent);
-      if (delta) for (const [k, e] of pageSeen) job.last.set(k, e);
+      if (delta)
+        for (const [k, e] of pageSeen) {
+          job.last.set(k, e);
+          job.unsure.delete(k);
+        }
       if (kind === 'SALES') for (const [k] of pageSeen) job.salesSeen.add(k);
     };
     // A FULL cycle of a delta kind re-sends every row, most of them as the topic last said them
@@ -502,6 +531,7 @@ export class Poller {
           const repeat = last !== undefined && sameRow(last, e);
           if (repeat && !full) continue;
           const event = toEvent(kind, market, row, observedAt, cycleId);
+          if (flagRecords) (event as { removals_sent?: boolean }).removals_sent = true;
           if (repeat && deferRepeats) {
             deferred.events.push(event);
             deferred.seen.push([key, e]);
@@ -529,8 +559,12 @@ export class Poller {
     // at all, after earlier ones had some, is such an answer however clean it looks.
     const emptied = delta && !error && seen.size === 0 && job.last.size > 0;
     if (delta && removalsAllowed({ error: error ? describe(error) : null, rejected, emptied })) {
-      const gone = [...job.last.entries()].filter(([k]) => !seen.has(k));
-      const removals = gone.map(([, e]) => toEvent(kind, market, removalOf(kind, e), client.upstreamNow(), cycleId));
+      const gone = [...new Map([...job.unsure, ...job.last])].filter(([k]) => !seen.has(k));
+      const removals = gone.map(([, e]) => {
+        const removal = toEvent(kind, market, removalOf(kind, e), client.upstreamNow(), cycleId);
+        if (flagRecords) (removal as { removals_sent?: boolean }).removals_sent = true;
+        return removal;
+      });
       try {
         if (removals.length > 0) {
           const res = await producer.send(codec, removals);
@@ -538,7 +572,10 @@ export class Poller {
           emitted += res.sent;
           metrics.events.inc(labels, res.sent);
         }
-        for (const [k] of gone) job.last.delete(k);
+        for (const [k] of gone) {
+          job.last.delete(k);
+          job.unsure.delete(k);
+        }
       } catch (err) {
         error = err;
       }
@@ -560,6 +597,7 @@ export class Poller {
     );
     const { outcome, error: problem } = cycleOutcome({ ...facts, endOffsets: ends.ok ? null : ends.reason });
     if (full && outcome === 'COMPLETE') job.fullDay = day;
+    if (delta && full && outcome === 'COMPLETE' && job.removals === 'unknown') job.removals = 'settling';
     const marker: PollCycleEvent = {
       market: market.slug,
       kind,
@@ -573,6 +611,7 @@ export class Poller {
       error: problem,
       data_topic: codec.topic,
       end_offsets: ends.offsets,
+      removals_sent: removalsSent,
     };
     await this.sendMarker(marker);
     timer();
