@@ -28,6 +28,7 @@ import { storeMarkers } from './markers.js';
 import { offsetsMismatchError, storedOffsetMismatch } from './offsets.js';
 import { applyIsolating, failureMessage, sqlState } from './poison.js';
 import { candlesTag, noteReadChanges } from './read-changes.js';
+import type { BatchView, ServedListings } from './served.js';
 
 export type MaterializedKind = 'listing' | 'pollCycle' | BookKind;
 
@@ -54,6 +55,11 @@ export interface ApplyOptions {
    * the next materializer start)
    */
   clusterId?: string;
+  /**
+   * The listings rows this process holds in memory (served.ts): a repeat is dropped before SQL.
+   * @default none: every record is written
+   */
+  served?: ServedListings;
 }
 
 export interface ApplyResult {
@@ -65,6 +71,8 @@ export interface ApplyResult {
   poisoned: number;
   /** The batch's first apply failed on a record's content and was taken apart (poison.ts). */
   isolated: boolean;
+  /** Listing records that repeated the row they would write (served.ts): dropped, or only their candles written. */
+  repeats?: { skipped: number; candles: number };
   /**
    * The stored next offset lies past the batch's high watermark, so the whole batch was below
    * it and skipped. Either this log is not the one the offset counts (recreated topic) or the
@@ -121,6 +129,9 @@ export async function applyBatch(
     result.skipped = batch.messages.length - fresh.length;
     let goodRecords: readonly DecodedMessage<MaterializedKind>[] = [];
     let poisonedRecords: readonly DecodedMessage<MaterializedKind>[] = [];
+    // One per apply attempt (poison isolation may make several): the last one is the batch's.
+    const views: BatchView[] = [];
+    const served = kind === 'listing' ? options.served : undefined;
     if (fresh.length > 0) {
       const good: DecodedMessage<MaterializedKind>[] = [];
       for (const m of fresh) {
@@ -129,9 +140,16 @@ export async function applyBatch(
           result.deadLetters++;
         } else if (m.value !== null) good.push(m);
       }
-      const isolation = await applyIsolating(client, good, (records) =>
-        applyRecords(client, kind, records, listingOptions),
-      );
+      const isolation = await applyIsolating(client, good, async (records) => {
+        const view = await applyRecords(
+          client,
+          kind,
+          records,
+          listingOptions,
+          served && { rows: served, storedNext: next },
+        );
+        if (view) views.push(view);
+      });
       for (const p of isolation.poisoned)
         await deadLetter(client, p.record, 'sql', failureMessage(p.error), sqlState(p.error) ?? null);
       result.isolated = isolation.isolated;
@@ -156,16 +174,30 @@ export async function applyBatch(
     // candles apart (the derive path notes `derived` for what markers change: deriver.ts).
     const tags = new Set<string>();
     const dataKind = kindOfEvent(kind);
+    // A batch applied in one attempt: its view classes every good record (repeats dropped change nothing).
+    const view = !result.isolated ? views.at(-1) : undefined;
+    if (view) {
+      const skipped = view.classes.filter((c) => c === 'skip').length;
+      result.repeats = { skipped, candles: view.classes.filter((c) => c === 'candle').length };
+    }
     if (dataKind !== undefined && result.applied > 0) {
       const poisoned = new Set(poisonedRecords);
-      for (const m of goodRecords) {
-        if (poisoned.has(m)) continue;
+      for (const [i, m] of goodRecords.entries()) {
+        if (poisoned.has(m) || view?.classes[i] === 'skip') continue;
         const market = (m.value as { market: string }).market;
         tags.add(kind === 'listing' ? candlesTag(market) : readTag(dataKind, market));
       }
     }
     await noteReadChanges(client, tags);
     await client.query('COMMIT');
+    // What the rows are now, once they are: a batch taken apart is read again by key next time.
+    const last = fresh.at(-1);
+    if (served && last) {
+      const moved = BigInt(last.offset) + 1n;
+      if (result.isolated) for (const v of views) v.forget(moved);
+      else if (view) view.commit(moved);
+      else served.moved(batch.partition, next, moved);
+    }
     return result;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
@@ -179,9 +211,10 @@ async function applyRecords(
   kind: MaterializedKind,
   records: readonly DecodedMessage<MaterializedKind>[],
   listingOptions: { outbox: boolean; hourlyRetentionDays: number },
-): Promise<void> {
-  if (kind === 'listing') await applyListings(client, records as DecodedMessage<'listing'>[], listingOptions);
-  else if (kind === 'pollCycle')
+  served: { rows: ServedListings; storedNext: bigint } | undefined,
+): Promise<BatchView | undefined> {
+  if (kind === 'listing') return applyListings(client, records as DecodedMessage<'listing'>[], listingOptions, served);
+  if (kind === 'pollCycle')
     await storeMarkers(
       client,
       records.map((m) => m.value as PollCycleEvent),
@@ -192,6 +225,7 @@ async function applyRecords(
       await writeImportedHours(client, records as DecodedMessage<'historyPoint'>[], listingOptions.hourlyRetentionDays);
     await applyBooks(client, kind, records as DecodedMessage<BookKind>[]);
   }
+  return undefined;
 }
 
 /**

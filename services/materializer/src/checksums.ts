@@ -21,7 +21,7 @@ const TABLES: Readonly<Record<string, { columns: string; order: string }>> = {
   listing_daily: { columns: '*', order: 'market, market_hash_name, phase, day' },
   poll_cycles: {
     columns:
-      'cycle_id, market, kind, mode, outcome, started_at, finished_at, items_seen, events_emitted, error, data_topic, end_offsets, applied_at IS NOT NULL',
+      'cycle_id, market, kind, mode, outcome, started_at, finished_at, items_seen, events_emitted, error, data_topic, end_offsets, removals_sent, applied_at IS NOT NULL',
     order: 'cycle_id',
   },
   market_freshness: {

@@ -54,6 +54,11 @@ export const materializerConfigSchema = z
       .describe(
         'the most one fetch takes of a partition that is behind, so the largest batch applied in one transaction (kafkajs maxBytesPerPartition; every consumed topic); a partition that is not behind is applied as its records come. 4 MiB made a cold start slower (bench/bottlenecks-history.md)',
       ),
+    SERVED_MAX_ROWS: intFromEnv(0, 100_000_000)
+      .default(2_000_000)
+      .describe(
+        'listings rows held in memory to drop repeated records before SQL (~140 bytes a row; 0: none held, every record written); past it rows are read from PostgreSQL by key',
+      ),
     LISTINGS_FIRST_ABOVE: intFromEnv(0, 10_000_000)
       .default(0)
       .describe(

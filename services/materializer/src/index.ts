@@ -28,3 +28,4 @@ export { completeRemoves, vouchedOutcome, type MarkerClaims } from './markers.js
 export { refreshLiquidity, type LiquidityRefresh } from './derived.js';
 export { schemaLockSql } from './lock.js';
 export { hourPartitionName } from './partitions.js';
+export { ServedListings, type RepeatClass } from './served.js';

@@ -9,6 +9,7 @@ import type { CopyValue, PoolClient } from '@skinprices/store';
 import { setExcluded, stage } from './stage.js';
 import { lastCloseBefore, refreshStats, statsAggregates, statsBases } from './derived.js';
 import { ensureHourPartitions } from './partitions.js';
+import type { BatchView, RepeatClass, ServedListings } from './served.js';
 
 /** The staged columns of a listing event, in COPY order (the benchmark's raw COPY uses them too). */
 export const LISTING_COLUMNS = [
@@ -53,12 +54,35 @@ export interface ListingOptions {
   hourlyRetentionDays: number;
 }
 
+/**
+ * Applies listing records: those `served` classes as repeats (served.ts) write nothing, or only
+ * their candles; the rest go through the ingest path. Returns the batch's view (to commit after
+ * the transaction), or undefined when the partition's rows are not held.
+ */
 export async function applyListings(
   client: PoolClient,
   messages: readonly DecodedMessage<'listing'>[],
   options: ListingOptions,
+  served?: { rows: ServedListings; storedNext: bigint },
+): Promise<BatchView | undefined> {
+  if (messages.length === 0) return undefined;
+  const events = messages.map((m) => m.value as ListingEvent);
+  const partition = (messages[0] as DecodedMessage<'listing'>).partition;
+  const view = served ? await served.rows.view(client, partition, events, served.storedNext) : undefined;
+  const classed = (c: RepeatClass) => (view ? messages.filter((_, i) => view.classes[i] === c) : []);
+  const write = view ? classed('write') : messages;
+  if (write.length > 0) await writeListings(client, write, options);
+  const candles = classed('candle');
+  if (candles.length > 0) await writeCandles(client, candles, options);
+  return view;
+}
+
+/** The ingest path: the rows, their statistics and outlier verdicts, candles and the outbox. */
+async function writeListings(
+  client: PoolClient,
+  messages: readonly DecodedMessage<'listing'>[],
+  options: ListingOptions,
 ): Promise<void> {
-  if (messages.length === 0) return;
   const events = messages.map((m) => m.value as ListingEvent);
   await stage(
     client,
@@ -69,6 +93,44 @@ export async function applyListings(
 
   // History first: the closes of this batch's earlier days are then visible to the statistics.
   await writeHistory(client, events, options.hourlyRetentionDays, eachKeyOnce(events));
+  const late = await lateCheck(client, events);
+  // The rows the merge inserts are noted for the change journal by the merge itself, in one set
+  // (migration 0019: the per-row trigger stands aside while this is on); changed rows it updates
+  // are noted by their trigger.
+  await client.query(`SELECT read_changes_ready(), set_config('skinprices.listings_noted', 'on', true)`);
+  await client.query(MERGE, [options.outbox]);
+  await client.query(`SELECT set_config('skinprices.listings_noted', 'off', true)`);
+  await late();
+}
+
+/**
+ * Repeats in a quarter hour their row was not observed in: their hourly and daily candles only
+ * (the row, its statistics and verdicts stay as they are; the marker rolls statistics into a new day).
+ */
+async function writeCandles(
+  client: PoolClient,
+  messages: readonly DecodedMessage<'listing'>[],
+  options: ListingOptions,
+): Promise<void> {
+  const events = messages.map((m) => m.value as ListingEvent);
+  await stage(
+    client,
+    'listings_current',
+    LISTING_COLUMNS,
+    messages.map((m, i) => [...listingRow(events[i] as ListingEvent), m.offset]),
+  );
+  await writeHistory(client, events, options.hourlyRetentionDays, eachKeyOnce(events));
+  await (
+    await lateCheck(client, events)
+  )();
+}
+
+/**
+ * Whether the staged batch holds a priced close of a day before some row's statistics day (a
+ * late event); returns what recomputes those rows' statistics (a no-op otherwise), to run once
+ * the staged rows are merged.
+ */
+async function lateCheck(client: PoolClient, events: readonly ListingEvent[]): Promise<() => Promise<void>> {
   let firstPricedDay = Infinity;
   for (const e of events)
     if (e.price !== null) firstPricedDay = Math.min(firstPricedDay, Math.floor(e.observed_at / DAY_MS));
@@ -82,17 +144,11 @@ export async function applyListings(
           LATERAL (SELECT max(stats_day) AS d FROM listings_current c WHERE c.market = u.market) m`,
     [[...new Set(events.map((e) => e.market))]],
   );
-  // The rows the merge inserts are noted for the change journal by the merge itself, in one set
-  // (migration 0019: the per-row trigger stands aside while this is on); changed rows it updates
-  // are noted by their trigger.
-  await client.query(`SELECT read_changes_ready(), set_config('skinprices.listings_noted', 'on', true)`);
-  await client.query(MERGE, [options.outbox]);
-  await client.query(`SELECT set_config('skinprices.listings_noted', 'off', true)`);
-
   // A close of a day before a row's stats day changed (a late event): recompute those rows. Never
   // in order-preserving operation; the cheap check above keeps the join off the hot path.
   const late = maxDay[0]?.d;
-  if (late !== null && late !== undefined && firstPricedDay < late) {
+  if (late === null || late === undefined || firstPricedDay >= late) return async () => undefined;
+  return async () => {
     await refreshStats(
       client,
       `SELECT c.market, c.market_hash_name, c.phase, c.stats_day AS d
@@ -101,7 +157,7 @@ export async function applyListings(
              FROM stage_listings_current WHERE price IS NOT NULL GROUP BY 1, 2, 3) s USING (market, market_hash_name, phase)
        WHERE s.first_day < c.stats_day`,
     );
-  }
+  };
 }
 
 const STATS = ['base_1d', 'base_7d', 'base_30d', 'base_90d', 'avg_7d', 'avg_30d', 'avg_90d', 'median_7d'] as const;

@@ -43,6 +43,7 @@ const materializer = new Materializer(
     listingsConcurrency: config.CONSUME_LISTINGS_CONCURRENCY,
     maxBatchBytes: config.CONSUME_MAX_BATCH_BYTES,
     heartbeatIntervalMs: config.HEARTBEAT_INTERVAL_MS,
+    servedMaxRows: config.SERVED_MAX_ROWS,
     ...(config.LISTINGS_FIRST_ABOVE > 0
       ? {
           listingsFirst: {

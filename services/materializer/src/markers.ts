@@ -64,8 +64,8 @@ export async function storeMarkers(client: PoolClient, markers: readonly PollCyc
   for (const m of markers) {
     await client.query(
       `INSERT INTO poll_cycles (cycle_id, market, kind, mode, outcome, started_at, finished_at, items_seen,
-                                events_emitted, error, data_topic, end_offsets)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                                events_emitted, error, data_topic, end_offsets, removals_sent)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
        ON CONFLICT (cycle_id) DO NOTHING`,
       [
         m.cycle_id,
@@ -80,6 +80,7 @@ export async function storeMarkers(client: PoolClient, markers: readonly PollCyc
         m.error,
         m.data_topic,
         JSON.stringify(m.end_offsets),
+        m.removals_sent ?? false,
       ],
     );
   }
@@ -95,6 +96,8 @@ interface PollCycleRow {
   finished_at: Date;
   /** Records the poller sent in the cycle. */
   events_emitted: number;
+  /** The cycle sent what it no longer saw as removal records (migration 0021). */
+  removals_sent: boolean;
 }
 
 /** What vouchedOutcome reads of a marker. */
@@ -158,7 +161,7 @@ export async function applyReadyMarkers(
     const claim = await client.query<PollCycleRow & MarkerClaims>(
       `UPDATE poll_cycles SET applied_at = now() WHERE cycle_id = $1 AND applied_at IS NULL
        RETURNING cycle_id, market, kind, mode, outcome, started_at, finished_at, items_seen, events_emitted,
-                 jsonb_array_length(end_offsets) AS end_offsets_count`,
+                 removals_sent, jsonb_array_length(end_offsets) AS end_offsets_count`,
       [cycle_id],
     );
     const claimed = claim.rows[0];
@@ -185,6 +188,7 @@ export async function applyReadyMarkers(
       started_at: claimed.started_at,
       finished_at: claimed.finished_at,
       events_emitted: claimed.events_emitted,
+      removals_sent: claimed.removals_sent,
     };
     await updateFreshness(client, m);
     if (m.outcome === 'COMPLETE') await applyComplete(client, m, options);
@@ -226,14 +230,16 @@ async function updateFreshness(client: PoolClient, m: PollCycleRow): Promise<voi
 
 async function applyComplete(client: PoolClient, m: PollCycleRow, options: MarkerOptions): Promise<void> {
   if (m.kind === 'LISTINGS') {
-    // Listings are more than a table: their removals enter the hourly history and the outbox.
-    if (m.mode === 'FULL' && (await nullVanishedListings(client, m, options)) > 0)
+    // Listings are more than a table: their removals enter the hourly history and the outbox. A
+    // cycle that sent its removals as records has nothing left to remove.
+    if (m.mode === 'FULL' && !m.removals_sent && (await nullVanishedListings(client, m, options)) > 0)
       options.touched?.add(readTag(m.kind, m.market));
     // The cycle vouches for every row of the market up to its end: statistics enter its day.
     await rollStatsForward(client, m.market, m.finished_at);
     return;
   }
-  if (!isDataKind(m.kind) || !cycleRemovesUnseen(m.kind, m.mode === 'FULL' ? 'FULL' : 'DELTA')) return;
+  if (m.removals_sent || !isDataKind(m.kind) || !cycleRemovesUnseen(m.kind, m.mode === 'FULL' ? 'FULL' : 'DELTA'))
+    return;
   const { table, cleared }: DataKindInfo = DATA_KINDS[m.kind];
   const touched = (r: { rowCount: number | null }) => {
     if ((r.rowCount ?? 0) > 0) options.touched?.add(readTag(m.kind as DataKind, m.market));
@@ -268,6 +274,13 @@ async function applyComplete(client: PoolClient, m: PollCycleRow, options: Marke
  */
 /** Returns how many listings it nulled. */
 async function nullVanishedListings(client: PoolClient, m: PollCycleRow, options: MarkerOptions): Promise<number> {
+  // First, before any listing row is locked (the ingest path reads it before it writes rows): a
+  // materializer holding this marketplace's rows in memory forgets them (served.ts).
+  await client.query(
+    `INSERT INTO listing_removal_epochs (market, epoch) VALUES ($1, 1)
+     ON CONFLICT (market) DO UPDATE SET epoch = listing_removal_epochs.epoch + 1`,
+    [m.market],
+  );
   const gone = `
     UPDATE listings_current c SET price = NULL, count = 0, observed_at = $2, changed_at = $2, cycle_id = $3,
       change_24h = NULL, change_7d = NULL, change_30d = NULL, change_90d = NULL, is_outlier = NULL, confidence = NULL

@@ -45,6 +45,7 @@ import { Heartbeat } from './heartbeat.js';
 import type { MaterializerMetrics } from './metrics.js';
 import { clusterIdOf, isOffsetsMismatch, seedKafkaGroup, verifyStoredOffsets } from './offsets.js';
 import { ListingsFirst, recordsLeft, type PriorityOptions } from './priority.js';
+import { ServedListings } from './served.js';
 
 export type MaterializerState =
   'created' | 'migrating' | 'verifying' | 'consuming' | 'erroring' | 'stopping' | 'stopped' | 'failed';
@@ -89,6 +90,11 @@ export interface MaterializerOptions {
    * every topic is fetched as it comes (replays, tests that do not ask for it)
    */
   listingsFirst?: PriorityOptions;
+  /**
+   * Listings rows held in memory to drop repeats before SQL (served.ts), over all partitions;
+   * 0 holds none (every record written). @default 2,000,000
+   */
+  servedMaxRows?: number;
 }
 
 /** What every batch's handling shares, made once by start(). */
@@ -105,6 +111,8 @@ export type BatchReport = ApplyResult & {
   ms: number;
   /** From the batch's first record's produce to the batch reaching the ingest path (unknown: absent). */
   waitMs?: number;
+  /** Of `ms`, the wait for the assignment's listings rows to be loaded (served.ts). */
+  loadMs?: number;
 };
 
 /**
@@ -144,6 +152,8 @@ export class Materializer {
   /** Per partition of the assignment (`topic:partition`), the records its last batch left unread. */
   private readonly unread = new Map<string, number>();
   private priorityTimer: NodeJS.Timeout | undefined;
+  /** The listings rows this process serves, per partition it owns (served.ts); made by start(). */
+  private served: ServedListings | undefined;
 
   constructor(
     private readonly options: MaterializerOptions,
@@ -156,6 +166,11 @@ export class Materializer {
       metrics?: MaterializerMetrics;
     },
   ) {}
+
+  /** Listings rows held in memory to recognise repeats (served.ts). */
+  get servedRows(): number {
+    return this.served?.rows() ?? 0;
+  }
 
   /** Whether the other data topics are paused behind the listings, and how often they were. */
   get listingsFirst(): { phase: string; pauses: number; pausedMs: number } | undefined {
@@ -259,6 +274,23 @@ export class Materializer {
     });
     const otherTopics = [...kindOf.keys()].filter((t) => t !== listingsTopic && t !== markersTopic);
     const listingsLane = lane(this.options.groupId, [listingsTopic, markersTopic], listingsSlots);
+    const [listingsMeta] = (await this.admin.fetchTopicMetadata({ topics: [listingsTopic] })).topics;
+    const listingsPartitions = listingsMeta?.partitions.length ?? 0;
+    const served = new ServedListings({
+      groupId: this.options.groupId,
+      topic: listingsTopic,
+      maxRows: this.options.servedMaxRows ?? 2_000_000,
+      onLoad: (r) => {
+        if (r.error)
+          logger.warn(
+            { err: r.error, partitions: r.partitions },
+            'listings rows not loaded: every record of these partitions is written',
+          );
+        else logger.info({ partitions: r.partitions, rows: r.rows, ms: Math.round(r.ms) }, 'listings rows loaded');
+        metrics?.servedRows.set(served.rows());
+      },
+    });
+    this.served = served;
     const otherLane = lane(otherKindsGroup(this.options.groupId), otherTopics, otherSlots);
     this.lanes = [listingsLane, otherLane];
     if (this.options.listingsFirst) {
@@ -299,8 +331,11 @@ export class Materializer {
       raw.on(raw.events.GROUP_JOIN, ({ payload }) => {
         l.assignment = payload.memberAssignment;
         l.kafkaMemberId = payload.memberId;
-        if (l === listingsLane) this.priority?.assigned(payload.memberAssignment[listingsTopic] ?? []);
-        else this.priority?.tell();
+        if (l === listingsLane) {
+          const partitions = payload.memberAssignment[listingsTopic] ?? [];
+          this.priority?.assigned(partitions);
+          served.assign(() => pool.connect(), partitions, listingsPartitions);
+        } else this.priority?.tell();
         for (const key of [...this.unread.keys()])
           if (l.topics.includes(key.slice(0, key.lastIndexOf(':')))) this.unread.delete(key);
         // Emitted after the group's sync, before the first fetch of the new assignment: every batch
@@ -343,6 +378,7 @@ export class Materializer {
       hourlyRetentionDays: this.options.hourlyRetentionDays ?? 100,
       clusterId,
       ...(this.options.stopAt ? { stopAt: this.options.stopAt } : {}),
+      served,
     };
     const deriver = new Deriver(
       {
@@ -394,6 +430,9 @@ export class Materializer {
     let client: PoolClient | undefined;
     try {
       await this.assignmentVerified(lane);
+      const loading = performance.now();
+      if (kindOf.get(batch.topic) === 'listing') await this.served?.ready();
+      const loadMs = performance.now() - loading;
       client = await pool.connect();
       const result = await applyBatch(client, kindOf.get(batch.topic) as MaterializedKind, batch, applyOptions);
       // The whole batch lay below the stored offset and past the end Kafka reported with it:
@@ -423,6 +462,7 @@ export class Materializer {
         topic: batch.topic,
         partition: batch.partition,
         ms: performance.now() - t0,
+        ...(loadMs >= 1 ? { loadMs } : {}),
         ...(batch.firstTimestamp === undefined ? {} : { waitMs: Math.max(0, receivedAt - batch.firstTimestamp) }),
       };
       this.lastBatchAt = new Date();
@@ -528,6 +568,11 @@ export class Materializer {
       metrics.deadLetters.inc({ topic: r.topic, reason: 'decode' }, r.deadLetters - r.poisoned);
     if (r.poisoned > 0) metrics.deadLetters.inc({ topic: r.topic, reason: 'sql' }, r.poisoned);
     if (r.isolated) metrics.batchesIsolated.inc({ topic: r.topic });
+    if (r.repeats) {
+      metrics.repeats.inc({ path: 'skipped' }, r.repeats.skipped);
+      metrics.repeats.inc({ path: 'candles' }, r.repeats.candles);
+      metrics.servedRows.set(this.servedRows);
+    }
     metrics.lastBatch.set(this.lastBatchAt ? this.lastBatchAt.getTime() / 1000 : Date.now() / 1000);
   }
 

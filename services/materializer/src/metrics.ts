@@ -42,6 +42,17 @@ export class MaterializerMetrics {
     labelNames: ['topic'],
     registers: [this.registry],
   });
+  readonly repeats = new Counter({
+    name: 'materializer_listing_repeats_total',
+    help: 'Listing records equal to the row they would write, dropped before SQL: path skipped (nothing written) or candles (only their hourly and daily candles)',
+    labelNames: ['path'],
+    registers: [this.registry],
+  });
+  readonly servedRows = new Gauge({
+    name: 'materializer_served_rows',
+    help: 'Listings rows held in memory to recognise repeats (the partitions of listings.v1 this process owns)',
+    registers: [this.registry],
+  });
   readonly batchesIsolated = new Counter({
     name: 'materializer_batches_isolated_total',
     help: 'Batches taken apart because a record in them was refused (poison isolation)',
