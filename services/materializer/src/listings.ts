@@ -83,16 +83,8 @@ async function writeListings(
   messages: readonly DecodedMessage<'listing'>[],
   options: ListingOptions,
 ): Promise<void> {
-  const events = messages.map((m) => m.value as ListingEvent);
-  await stage(
-    client,
-    'listings_current',
-    LISTING_COLUMNS,
-    messages.map((m, i) => [...listingRow(events[i] as ListingEvent), m.offset]),
-  );
-
   // History first: the closes of this batch's earlier days are then visible to the statistics.
-  await writeHistory(client, events, options.hourlyRetentionDays, eachKeyOnce(events));
+  const events = await stageWithHistory(client, messages, options);
   const late = await lateCheck(client, events);
   // The rows the merge inserts are noted for the change journal by the merge itself, in one set
   // (migration 0019: the per-row trigger stands aside while this is on); changed rows it updates
@@ -112,6 +104,16 @@ async function writeCandles(
   messages: readonly DecodedMessage<'listing'>[],
   options: ListingOptions,
 ): Promise<void> {
+  const late = await lateCheck(client, await stageWithHistory(client, messages, options));
+  await late();
+}
+
+/** Stages the records and writes their hourly and daily candles; returns their events. */
+async function stageWithHistory(
+  client: PoolClient,
+  messages: readonly DecodedMessage<'listing'>[],
+  options: ListingOptions,
+): Promise<ListingEvent[]> {
   const events = messages.map((m) => m.value as ListingEvent);
   await stage(
     client,
@@ -120,9 +122,7 @@ async function writeCandles(
     messages.map((m, i) => [...listingRow(events[i] as ListingEvent), m.offset]),
   );
   await writeHistory(client, events, options.hourlyRetentionDays, eachKeyOnce(events));
-  await (
-    await lateCheck(client, events)
-  )();
+  return events;
 }
 
 /**
