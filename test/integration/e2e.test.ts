@@ -9,12 +9,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { deleteTopics, topicDefinitions } from '@skinprices/events';
+import { compatibilityOf, deleteTopics, schemaStem, schemaVersions, topicDefinitions } from '@skinprices/events';
 import { createPool } from '@skinprices/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subscribePriceChanges, type PriceChange } from '../../examples/price-changes-consumer.js';
 import { browserFetchJson, curlGet } from '../support/clients.js';
 import { itemPageUrlProblems, typeIdProblems } from '../support/contract.js';
+import { javaSubscriber } from '../support/java-subscriber.js';
 import { checkContract } from '../support/openapi-contract.js';
 import { TestStack, uniqueName } from '../support/stack.js';
 import { portFree } from '../../infra/local/run-guard.js';
@@ -382,6 +383,39 @@ describe('end to end: make run', () => {
     expect.soft(report.drift.document.length).toBeGreaterThan(0);
     expect.soft(report.drift.answer.length).toBeGreaterThan(0);
   }, 420_000);
+
+  it('a Java subscriber (kafka-clients, Avro) decodes every record of every topic, with every kept reader too', async () => {
+    const tallies = await javaSubscriber(
+      stack.env,
+      topicDefinitions().map((t) => ({ name: `${t.name}${suffix}`, stem: schemaStem(t.event) })),
+    );
+    expect(tallies.map((t) => t.topic)).toEqual(topicDefinitions().map((t) => `${t.name}${suffix}`));
+    for (const [i, t] of tallies.entries()) {
+      const kind = topicDefinitions()[i]!.event;
+      expect(t.failures, `${t.topic}: ${t.firstFailure}`).toBe(0);
+      expect(t.decoded, t.topic).toBe(t.records - t.tombstones);
+      const versions = schemaVersions(kind).map((v) => `v${v.version}`);
+      expect(Object.keys(t.readers), t.topic).toEqual(versions);
+      // Every kept reader decodes every record, but where the subject is only BACKWARD compatible
+      // (history.v1, the documented exception): there the current reader must.
+      for (const [v, n] of Object.entries(t.readers))
+        if (compatibilityOf(kind) === 'FULL_TRANSITIVE' || v === versions.at(-1))
+          expect(n, `${t.topic} read with ${v}`).toEqual({ decoded: t.decoded, failures: 0 });
+    }
+    console.info(
+      `java subscriber: ${tallies
+        .map(
+          (t) =>
+            `${t.topic.slice(0, -suffix.length)} ${t.decoded} (${Object.entries(t.readers)
+              .map(([v, n]) => `${v} ${n.failures} failed`)
+              .join(', ')})`,
+        )
+        .join('; ')}`,
+    );
+    const byTopic = new Map(tallies.map((t) => [t.topic.slice(0, -suffix.length), t]));
+    for (const topic of ['listings.v1', 'poll-cycles.v1', 'prices.current.v1', 'price-changes.v1', 'history.v1'])
+      expect(byTopic.get(topic)?.decoded, topic).toBeGreaterThan(0);
+  }, 300_000);
 
   it('SIGINT stops every service and exits 0', async () => {
     run.kill('SIGINT');

@@ -2,6 +2,7 @@ export * from './types.js';
 export {
   EVENT_KINDS,
   eventSchema,
+  schemaStem,
   schemaVersions,
   topicDefinitions,
   topicFor,

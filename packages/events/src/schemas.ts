@@ -45,13 +45,18 @@ export function eventSchema(kind: EventKind): EventSchema {
   return s;
 }
 
+/** The name a kind's schema is kept under (schemas/<stem>.avsc, schemas/versions/<stem>/). */
+export function schemaStem(kind: EventKind): string {
+  return SCHEMA_FILES[kind].replace(/\.avsc$/, '');
+}
+
 /**
  * Every version of a kind's schema ever published, oldest first (schemas/versions/<name>/vN.avsc;
  * the last is the current one): the readers downstream teams may still run, which every record
  * written now must decode with (compatibilityOf).
  */
 export function schemaVersions(kind: EventKind): { version: number; text: string }[] {
-  const dir = new URL(`versions/${SCHEMA_FILES[kind].replace(/\.avsc$/, '')}/`, SCHEMA_DIR);
+  const dir = new URL(`versions/${schemaStem(kind)}/`, SCHEMA_DIR);
   return readdirSync(dir)
     .map((f) => /^v(\d+)\.avsc$/.exec(f))
     .filter((m): m is RegExpExecArray => m !== null)
