@@ -30,11 +30,10 @@ import { copyOut, type PoolClient } from '@skinprices/store';
 export type RepeatClass = 'skip' | 'candle' | 'write';
 
 const QUARTER_HOUR_MS = 900_000;
-/**
- * Values per row in the store: observed_at (ms; NaN: the row is forgotten), price (cents; -1:
- * none; NaN: not comparable), count, attributes.
- */
+/** Values per row in the store: observed_at (ms), price (cents; -1: none; NaN: not comparable), count, attributes. */
 const STRIDE = 4;
+/** A key whose row is not known (forgotten): read from PostgreSQL when needed. */
+const UNKNOWN = -1;
 
 /** The served values of one row. */
 export interface ServedRow {
@@ -88,13 +87,6 @@ export function attrsHash(a: {
   );
 }
 
-/** A row as PostgreSQL gives it (COPY's text or a query's values): the same as rowOf its event. */
-function storedRow(
-  r: Parameters<typeof attrsHash>[0] & { price: string | null; count: string | number; observedAt: string },
-): ServedRow {
-  return { observedAt: Number(r.observedAt), price: priceCents(r.price), count: Number(r.count), attrs: attrsHash(r) };
-}
-
 export function rowOf(e: ListingEvent): ServedRow {
   return { observedAt: e.observed_at, price: priceCents(e.price), count: e.count, attrs: attrsHash(e) };
 }
@@ -113,15 +105,12 @@ export function classify(row: ServedRow | null, next: ServedRow, removalsSent: b
 
 /** One partition's rows. */
 class PartitionRows {
-  /** Key → its slot in `values` (kept for the key once given, also while its row is forgotten). */
   readonly index = new Map<string, number>();
   values = new Float64Array(STRIDE * 1024);
   used = 0;
-  /**
-   * A key without a slot has no row in PostgreSQL. False after a reset, or once the bound kept a
-   * row out: such keys are then unknown. (Removals by a marker only update rows that exist.)
-   */
+  /** Every row of the partition is here, but for the markets in `dirty` (an absent key: no row). */
   complete = true;
+  readonly dirty = new Set<string>();
   /** Per market, the removal epoch these rows reflect. */
   readonly epochs = new Map<string, number>();
   /**
@@ -131,11 +120,6 @@ class PartitionRows {
    */
   nextOffset: bigint | undefined;
 
-  /** Whether the stored next offset is the one these rows reflect. */
-  current(storedNext: bigint): boolean {
-    return this.nextOffset === storedNext || (this.nextOffset === undefined && storedNext === 0n);
-  }
-
   /** Drops every row: each is read by key when needed. */
   reset(nextOffset: bigint | undefined): void {
     this.index.clear();
@@ -144,12 +128,12 @@ class PartitionRows {
     this.nextOffset = nextOffset;
   }
 
-  /** The row; null: none in PostgreSQL; undefined: unknown here (forgotten: NaN observed_at). */
-  get(key: string): ServedRow | null | undefined {
+  /** The row; null: none in PostgreSQL; undefined: unknown here. */
+  get(key: string, market: string): ServedRow | null | undefined {
     const at = this.index.get(key);
-    if (at === undefined) return this.complete ? null : undefined;
+    if (at === undefined) return this.complete && !this.dirty.has(market) ? null : undefined;
+    if (at === UNKNOWN) return undefined;
     const v = this.values;
-    if (Number.isNaN(v[at])) return undefined;
     return {
       observedAt: v[at] as number,
       price: v[at + 1] as number,
@@ -158,15 +142,22 @@ class PartitionRows {
     };
   }
 
-  /** Keeps the row; false when the bound is reached (absent keys are then unknown). */
+  /** Keeps the row; false when the bound is reached (the key is then unknown). */
   set(key: string, row: ServedRow, room: () => boolean): boolean {
     let at = this.index.get(key);
-    if (at === undefined) {
+    if (at === undefined || at === UNKNOWN) {
       if (!room()) {
-        this.complete = false;
+        if (at === UNKNOWN || this.complete) this.forget(key);
         return false;
       }
-      at = this.slot(key);
+      if (this.used + STRIDE > this.values.length) {
+        const grown = new Float64Array(this.values.length * 2);
+        grown.set(this.values);
+        this.values = grown;
+      }
+      at = this.used;
+      this.used += STRIDE;
+      this.index.set(key, at);
     }
     this.values[at] = row.observedAt;
     this.values[at + 1] = row.price;
@@ -175,28 +166,15 @@ class PartitionRows {
     return true;
   }
 
-  /** Forgets the key's row: read by key when needed. */
   forget(key: string): void {
-    const at = this.index.get(key) ?? (this.complete ? this.slot(key) : undefined);
-    if (at !== undefined) this.values[at] = Number.NaN;
+    this.index.set(key, UNKNOWN);
   }
 
   /** Forgets every row of the market (their keys start with its JSON prefix: keys.ts). */
   forgetMarket(market: string): void {
     const prefix = itemKey(market, '', '').slice(0, -6);
-    for (const [key, at] of this.index) if (key.startsWith(prefix)) this.values[at] = Number.NaN;
-  }
-
-  private slot(key: string): number {
-    if (this.used + STRIDE > this.values.length) {
-      const grown = new Float64Array(this.values.length * 2);
-      grown.set(this.values);
-      this.values = grown;
-    }
-    const at = this.used;
-    this.used += STRIDE;
-    this.index.set(key, at);
-    return at;
+    for (const key of this.index.keys()) if (key.startsWith(prefix)) this.index.delete(key);
+    this.dirty.add(market);
   }
 
   rows(): number {
@@ -309,18 +287,21 @@ export class ServedListings {
         const key = itemKey(f[0] as string, f[1] as string, f[2] as string);
         const rows = loaded.get(partitionOfKey(Buffer.from(key), numPartitions));
         if (!rows) return;
-        const row = storedRow({
-          price: f[3] ?? null,
-          count: f[4] as string,
-          observedAt: f[5] as string,
-          currency: f[6] as string,
-          exterior: f[7] ?? null,
-          stattrak: f[8] === 't',
-          souvenir: f[9] === 't',
-          template_id: f[10] ?? null,
-          item_page_url: f[11] ?? null,
-        });
+        const row: ServedRow = {
+          observedAt: Number(f[5]),
+          price: f[3] === null ? -1 : priceCents(f[3] as string),
+          count: Number(f[4]),
+          attrs: attrsHash({
+            currency: f[6] as string,
+            exterior: f[7] ?? null,
+            stattrak: f[8] === 't',
+            souvenir: f[9] === 't',
+            template_id: f[10] ?? null,
+            item_page_url: f[11] ?? null,
+          }),
+        };
         if (rows.set(key, row, room)) held++;
+        else rows.complete = false;
       };
       // A chunk may end inside a character (★ and ™ are three bytes): the decoder keeps the
       // partial bytes for the next one, where toString per chunk would garble the name.
@@ -356,7 +337,7 @@ export class ServedListings {
   ): Promise<BatchView | undefined> {
     const rows = this.partitions.get(partition);
     if (!rows) return undefined;
-    if (!rows.current(storedNext)) rows.reset(storedNext);
+    if (rows.nextOffset !== storedNext && !(rows.nextOffset === undefined && storedNext === 0n)) rows.reset(storedNext);
     const markets = [...new Set(events.map((e) => e.market))];
     const { rows: epochs } = await client.query<{ market: string; epoch: string }>(
       'SELECT market, epoch FROM listing_removal_epochs WHERE market = ANY($1)',
@@ -370,24 +351,34 @@ export class ServedListings {
       }
     }
     const keys = events.map((e) => itemKey(e.market, e.market_hash_name, e.phase));
-    // The batch's own view: rows as each record leaves them, over the partition's; first the rows
-    // of the keys unknown here among records that could be repeats, read in one statement.
+    // The batch's own view: rows as each record leaves them, over the partition's.
     const overlay = new Map<string, ServedRow | null>();
-    const unknown = new Map<string, ListingEvent>();
-    for (const [i, e] of events.entries()) {
+    const unknown: number[] = [];
+    for (let i = 0; i < events.length; i++) {
+      const e = events[i] as ListingEvent;
       const key = keys[i] as string;
-      if (e.removals_sent && !unknown.has(key) && rows.get(key) === undefined) unknown.set(key, e);
+      if (e.removals_sent && !overlay.has(key) && rows.get(key, e.market) === undefined) {
+        overlay.set(key, null);
+        unknown.push(i);
+      }
     }
-    if (unknown.size > 0) {
-      const read = await readRows(client, [...unknown.values()]);
-      for (const key of unknown.keys()) overlay.set(key, read.get(key) ?? null);
+    if (unknown.length > 0) {
+      for (const i of unknown) overlay.delete(keys[i] as string);
+      const read = await readRows(
+        client,
+        unknown.map((i) => events[i] as ListingEvent),
+      );
+      for (const i of unknown) {
+        const key = keys[i] as string;
+        if (!overlay.has(key)) overlay.set(key, read.get(key) ?? null);
+      }
     }
     const unsure = new Set<string>();
     const classes: RepeatClass[] = [];
     for (let i = 0; i < events.length; i++) {
       const e = events[i] as ListingEvent;
       const key = keys[i] as string;
-      const row = overlay.has(key) ? (overlay.get(key) as ServedRow | null) : rows.get(key);
+      const row = overlay.has(key) ? (overlay.get(key) as ServedRow | null) : rows.get(key, e.market);
       const next = rowOf(e);
       const c = row === undefined ? 'write' : classify(row, next, e.removals_sent === true);
       classes.push(c);
@@ -400,7 +391,11 @@ export class ServedListings {
       classes,
       commit: (nextOffset) => {
         const room = () => this.rows() < this.options.maxRows;
-        for (const [key, row] of overlay) if (row !== null && !unsure.has(key)) rows.set(key, row, room);
+        for (const [key, row] of overlay) {
+          if (unsure.has(key)) continue;
+          if (row === null) continue;
+          if (!rows.set(key, row, room)) rows.complete = false;
+        }
         for (const key of unsure) rows.forget(key);
         rows.nextOffset = nextOffset;
       },
@@ -415,7 +410,8 @@ export class ServedListings {
   moved(partition: number, storedNext: bigint, nextOffset: bigint): void {
     const rows = this.partitions.get(partition);
     if (!rows) return;
-    if (rows.current(storedNext)) rows.nextOffset = nextOffset;
+    if (rows.nextOffset === storedNext || (rows.nextOffset === undefined && storedNext === 0n))
+      rows.nextOffset = nextOffset;
     else rows.reset(nextOffset);
   }
 }
@@ -444,7 +440,10 @@ async function readRows(client: PoolClient, events: readonly ListingEvent[]): Pr
     [events.map((e) => e.market), events.map((e) => e.market_hash_name), events.map((e) => e.phase)],
   );
   return new Map(
-    rows.map((r) => [itemKey(r.market, r.market_hash_name, r.phase), storedRow({ ...r, observedAt: r.o })]),
+    rows.map((r) => [
+      itemKey(r.market, r.market_hash_name, r.phase),
+      { observedAt: Number(r.o), price: priceCents(r.price), count: r.count, attrs: attrsHash(r) },
+    ]),
   );
 }
 

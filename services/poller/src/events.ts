@@ -28,8 +28,6 @@ export function toEvent<K extends Kind>(
   row: RowMap[K],
   observedAt: number,
   cycleId: string,
-  /** The cycle sends its removals as records: said on listings.v1 records (poll-cycles.v1 says it for every kind). */
-  removalsSent = false,
 ): EventMap[EventKind] {
   // Object.assign, not `{ ...base, ...row, cycle_id }`: V8 in Node 20 builds a spread followed by
   // more properties on a slow path, 7 µs a listing event against 0.2 µs, and this runs once per
@@ -47,7 +45,6 @@ export function toEvent<K extends Kind>(
       itemPageUrl(market, { market_hash_name: listing.market_hash_name, id: listing.template_id });
   }
   event.cycle_id = cycleId;
-  if (removalsSent && kind === 'LISTINGS') event.removals_sent = true;
   return event as unknown as EventMap[EventKind];
 }
 

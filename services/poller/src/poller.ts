@@ -424,6 +424,8 @@ export class Poller {
     const full = !delta || job.last.size === 0 || job.cycles % this.options.fullEvery === 0 || job.fullDay !== day;
     if (delta && full && job.removals === 'settling') job.removals = 'sent';
     const removalsSent = delta && job.removals === 'sent';
+    // Only listings.v1 records carry the flag (a consumer of buy orders reads it on the marker).
+    const flagRecords = removalsSent && kind === 'LISTINGS';
     const timer = metrics.cycleSeconds.startTimer(labels);
     const input = this.inputFor(job, startedAt);
     const cycleId =
@@ -528,7 +530,8 @@ export class Poller {
           const last = job.last.get(key);
           const repeat = last !== undefined && sameRow(last, e);
           if (repeat && !full) continue;
-          const event = toEvent(kind, market, row, observedAt, cycleId, removalsSent);
+          const event = toEvent(kind, market, row, observedAt, cycleId);
+          if (flagRecords) (event as { removals_sent?: boolean }).removals_sent = true;
           if (repeat && deferRepeats) {
             deferred.events.push(event);
             deferred.seen.push([key, e]);
@@ -557,9 +560,11 @@ export class Poller {
     const emptied = delta && !error && seen.size === 0 && job.last.size > 0;
     if (delta && removalsAllowed({ error: error ? describe(error) : null, rejected, emptied })) {
       const gone = [...new Map([...job.unsure, ...job.last])].filter(([k]) => !seen.has(k));
-      const removals = gone.map(([, e]) =>
-        toEvent(kind, market, removalOf(kind, e), client.upstreamNow(), cycleId, removalsSent),
-      );
+      const removals = gone.map(([, e]) => {
+        const removal = toEvent(kind, market, removalOf(kind, e), client.upstreamNow(), cycleId);
+        if (flagRecords) (removal as { removals_sent?: boolean }).removals_sent = true;
+        return removal;
+      });
       try {
         if (removals.length > 0) {
           const res = await producer.send(codec, removals);
