@@ -29,7 +29,7 @@ const outDir = values.out ?? (smoke ? join('.local', 'bench-smoke') : 'bench');
 const size = smoke ? 300 : 35_000;
 const runs = smoke ? 1 : 3;
 const seconds = smoke ? 2 : 10;
-const BENCHES = ['produce', 'materialize', 'api', 'platform'] as const;
+const BENCHES = ['produce', 'materialize', 'api', 'platform', 'topics'] as const;
 type Bench = (typeof BENCHES)[number];
 const only = values.only ? new Set(values.only.split(',')) : undefined;
 mkdirSync(join(outDir, 'results'), { recursive: true });
@@ -38,13 +38,17 @@ function runBench(name: Bench): Promise<void> {
   const argv = ['--import', 'tsx', `bench/${name}.ts`, '--size', String(size), '--runs', String(runs)];
   // materialize weighs the heap the materializer's listings rows take (served.ts).
   if (name === 'materialize') argv.unshift('--expose-gc');
-  argv.push('--seconds', String(seconds), '--out', join(outDir, 'results', `${name}.json`));
+  argv.push('--seconds', String(name === 'topics' ? (smoke ? 10 : 60) : seconds));
+  argv.push('--out', join(outDir, 'results', `${name}.json`));
   if (values.profile) {
     argv.push('--profile', join(values.profile, name));
     // produce and materialize run our code inside the benchmark's own process.
     if (name === 'produce' || name === 'materialize')
       argv.unshift('--cpu-prof', `--cpu-prof-dir=${join(values.profile, name)}`);
   }
+  // topics: the simulated window in minutes (one FULL period of the 5-minute kinds), one run (the
+  // simulator is deterministic).
+  if (name === 'topics') argv.splice(argv.indexOf('--runs') + 1, 1, '1');
   console.log(`\n== ${name}: ${argv.slice(2).join(' ')}`);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, argv, { stdio: 'inherit' });
@@ -223,6 +227,14 @@ const ROWS: {
       'each patch reads one index range of the change journal, then the rows it names by key (and, for a row new to its list, its predecessor)',
   },
   {
+    key: 'topic_bytes_per_day_35k',
+    what: 'bytes the topics kept forever grow by per day at the full catalogue, GB',
+    target: '≤ 7',
+    bound: ['atMost', 7],
+    value: r.topics.topic_bytes_per_day_35k,
+    detail: `every topic of the pollers ${r.topics.topic_bytes_per_day_all_35k ?? '—'} GB/day (the rest has a 7-day retention); from ${r.topics.cycles ?? '—'} cycles of every marketplace through ${r.topics.window_minutes ?? '—'} simulated minutes at ${r.topics.size ?? '—'} names, on-disk log bytes, extrapolated per marketplace and kind; per topic below`,
+  },
+  {
     key: 'api_rss_mb',
     what: 'API resident memory with every cache full',
     target: '≤ 512 MB',
@@ -231,6 +243,40 @@ const ROWS: {
     detail: '',
   },
 ];
+
+interface TopicGrowth {
+  topic: string;
+  retention_ms: string | null;
+  cleanup_policy: string;
+  kept_forever: boolean;
+  gb_per_day_35k: number;
+  tb_per_year_35k: number | null;
+  produced_here: boolean;
+}
+
+/** results.md's per-topic growth (bench/topics.ts): what each topic adds per day and keeps. */
+function topicTable(topics: readonly TopicGrowth[]): string[] {
+  const kept = (t: TopicGrowth): string =>
+    t.cleanup_policy.includes('compact')
+      ? 'latest per key (compacted)'
+      : t.kept_forever
+        ? 'forever'
+        : `${Math.round(Number(t.retention_ms) / 86_400_000)} days`;
+  return [
+    '## Topic growth at the full catalogue',
+    '',
+    '| topic | kept | GB per day | kept after a year (TB) |',
+    '|---|---|---|---|',
+    ...topics.map(
+      (t) =>
+        `| ${t.topic} | ${kept(t)} | ${t.produced_here ? t.gb_per_day_35k : 'not produced by the pollers'} | ${
+          t.tb_per_year_35k ??
+          (t.produced_here ? `≤ ${((t.gb_per_day_35k * Number(t.retention_ms)) / 86_400_000 / 1000).toFixed(3)}` : '—')
+        } |`,
+    ),
+    '',
+  ];
+}
 
 const met = (row: (typeof ROWS)[number]): boolean | undefined =>
   row.value === undefined
@@ -286,6 +332,8 @@ const lines = [
   '',
   ...(failed.length ? ['Failed benchmarks:', '', ...failed.map((f) => `- ${f}`), ''] : []),
 ];
+const perTopic = (r.topics as unknown as { topics?: TopicGrowth[] }).topics;
+if (perTopic) lines.push(...topicTable(perTopic));
 // The bottleneck analysis is written by people (with the profiles it cites), not generated.
 if (!smoke && existsSync('bench/bottlenecks.md')) lines.push(readFileSync('bench/bottlenecks.md', 'utf8'));
 await writeFormatted(join(outDir, 'results.md'), `${lines.join('\n')}\n`);

@@ -50,6 +50,7 @@ describe('bench: make bench --smoke', () => {
       'api_rows_read_per_change',
       'replay_vs_copy',
       'repeat_ingest_ratio',
+      'topic_bytes_per_day_35k',
     ];
     // Counts that may be 0 (what a FULL cycle of repeats rewrites), measured all the same.
     for (const key of ['full_cycle_row_versions', 'full_cycle_segments_redeflated'])
@@ -70,7 +71,8 @@ describe('bench: make bench --smoke', () => {
     expect(written).toBe(await formatted('bench/results.md', written));
     const md = written.replace(/ {2,}/g, ' ');
     expect(md).toContain('| what | target | measured (median) | ratio | met | detail |');
-    expect(md.match(/^\| .* \| [≥≤=] /gm)?.length).toBe(18);
+    expect(md.match(/^\| .* \| [≥≤=] /gm)?.length).toBe(19);
+    expect(md).toContain('## Topic growth at the full catalogue');
     expect(md).not.toContain('not measured');
   }, 900_000);
 });
