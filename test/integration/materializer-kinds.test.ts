@@ -1,7 +1,7 @@
 /**
  * Every data kind besides listings, through the real pipeline into PostgreSQL: buy orders,
  * float-ranged buckets, float buy orders, the store's book, sales and imported history equal the
- * simulator's truth; snapshots drop what a complete cycle no longer saw; liquidity and the
+ * simulator's truth, FULL and DELTA cycles alike (a removal deletes its row); liquidity and the
  * market cap follow their documented formulas, checked against an independent computation.
  */
 import { Decimal } from 'decimal.js';
@@ -114,12 +114,20 @@ describe('materializer: every data kind', () => {
     expect(tiers[0]?.n).toBeGreaterThan(0);
   });
 
-  it('float-ranged buckets and float buy orders are snapshots: a later cycle replaces them', async () => {
+  it('float-ranged buckets and float buy orders are deltas: removals delete, each cycle leaves the truth', async () => {
+    const orders = async () =>
+      new Set((await table('SELECT market, order_id FROM float_buyorders_current')).map((r) => canon(r)));
+    let before = new Set<string>();
     for (let round = 0; round < 2; round++) {
-      if (round === 1) await sim.control('POST', '/_sim/clock', { advanceMs: 6 * 3_600_000 });
+      if (round === 1) {
+        before = await orders();
+        await sim.control('POST', '/_sim/clock', { advanceMs: 6 * 3_600_000 });
+      }
       for (const m of ['cn-a', 'cn-b'] as const) {
-        await cycle(m, 'FLOAT_RANGED');
-        await cycle(m, 'FLOAT_BUYORDERS');
+        const markers = [await cycle(m, 'FLOAT_RANGED'), await cycle(m, 'FLOAT_BUYORDERS')];
+        expect(markers.map((x) => x.mode)).toEqual(round === 0 ? ['FULL', 'FULL'] : ['DELTA', 'DELTA']);
+        // A DELTA sends what changed: fewer records than the buckets it saw.
+        if (round === 1) expect(markers[0]?.events_emitted).toBeLessThan(markers[0]?.items_seen as number);
         same(
           await table('SELECT * FROM float_ranged_current WHERE market = $1', [m]),
           await truth(m, 'float-ranged'),
@@ -132,16 +140,25 @@ describe('materializer: every data kind', () => {
         );
       }
     }
-    // The second round really replaced orders (the simulator's orders come and go).
-    const cycles = await table(`SELECT count(DISTINCT cycle_id)::int AS n FROM float_buyorders_current`);
-    expect(cycles[0]?.n).toBe(2);
+    // Orders that went were deleted by their removal records (the DELTA round's markers remove nothing).
+    const after = await orders();
+    expect([...before].filter((o) => !after.has(o)).length).toBeGreaterThan(0);
   });
 
-  it("the store's order book equals the truth", async () => {
-    await cycle('store', 'ORDER_BOOK');
+  it("the store's order book equals the truth, FULL and DELTA", async () => {
+    const first = await cycle('store', 'ORDER_BOOK');
     const got = await table(`SELECT * FROM order_book_current WHERE market = 'store'`);
     expect(got.length).toBeGreaterThan(20);
     same(got, await truth('store', 'order-book'), BOOK);
+    await sim.control('POST', '/_sim/clock', { advanceMs: 5 * 60_000 });
+    const next = await cycle('store', 'ORDER_BOOK');
+    expect([first.mode, next.mode]).toEqual(['FULL', 'DELTA']);
+    expect(next.events_emitted).toBeLessThan(first.events_emitted);
+    same(
+      await table(`SELECT * FROM order_book_current WHERE market = 'store'`),
+      await truth('store', 'order-book'),
+      BOOK,
+    );
   });
 
   it('sales are stored once each, with stickers and charms, equal to the truth of their window', async () => {

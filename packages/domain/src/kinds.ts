@@ -2,9 +2,9 @@
  * The data kinds, described once: every kind of data a marketplace can offer, with what each part
  * of the pipeline needs to know about it. Pollers schedule by `capability` and `refresh`, name the
  * poll cycle by the kind, send `event` records to that event's topic (infra/kafka/topics.json),
- * de-duplicate rows by `identity`, and send deltas or snapshots by `mode`; the materializer writes
- * `table`, applies a COMPLETE cycle by `mode` (a delta kind's full cycle clears what it did not
- * see, a snapshot kind's deletes it, an append kind's removes nothing) and names what a commit
+ * de-duplicate rows by `identity`, and send deltas between full cycles or happenings by `mode`;
+ * the materializer writes `table`, applies a COMPLETE cycle by `mode` (a delta kind's full cycle
+ * clears or deletes what it did not see, an append kind's removes nothing) and names what a commit
  * touched as `<event>:<market>` (readTag), the tags the API's cached bodies depend on.
  *
  * Adding a data kind is one entry here plus its row and event shapes (packages/marketplaces
@@ -33,12 +33,12 @@ export interface RefreshIntervals {
 
 /**
  * How a kind's rows travel and what a complete cycle means for them:
- * - `delta`: states, cheap to compare; cycles send what changed (and removals as `cleared`
- *   rows), every n-th cycle a FULL snapshot after which what was not seen is cleared.
- * - `snapshot`: states sent whole every cycle; what a COMPLETE cycle did not see is deleted.
+ * - `delta`: states, cheap to compare; cycles send what changed and a removal record for each row
+ *   gone (`cleared` or `deletes`), every n-th cycle a FULL snapshot; a FULL cycle whose removals
+ *   were not all sent as records (a poller's first after a start) removes what it did not see.
  * - `append`: happenings (a sale, a day's close); nothing is ever removed.
  */
-export type KindMode = 'delta' | 'snapshot' | 'append';
+export type KindMode = 'delta' | 'append';
 
 export interface DataKindInfo {
   /** The marketplace capability that offers it (markets.ts). */
@@ -54,8 +54,16 @@ export interface DataKindInfo {
   table: string;
   /** The row fields that identify a row within one cycle: two rows with the same are duplicates. */
   identity: readonly string[];
-  /** Delta kinds: what a row says once the item is gone (a removal is the row with these values). */
+  /**
+   * Delta kinds whose rows stay once the item is gone (a price list shows "no listing"): the
+   * removal is the row with these values, and the row keeps them.
+   */
   cleared?: Readonly<Record<string, null | 0>>;
+  /**
+   * Delta kinds whose rows go once gone (a float bucket, an order, a book): the removal is the
+   * row's last state with `removed: true`, and the row is deleted.
+   */
+  deletes?: true;
   /** Rows carry `item_page_url`: the upstream's own, else the marketplace's template (spec 4.1). */
   linksItemPage?: boolean;
 }
@@ -85,7 +93,8 @@ export const DATA_KINDS = {
   FLOAT_RANGED: {
     capability: 'floatRanged',
     event: 'floatRanged',
-    mode: 'snapshot',
+    mode: 'delta',
+    deletes: true,
     refresh: 'floatRangedMs',
     pollOverride: 'POLL_FLOAT_MS',
     table: 'float_ranged_current',
@@ -94,7 +103,8 @@ export const DATA_KINDS = {
   FLOAT_BUYORDERS: {
     capability: 'floatBuyorders',
     event: 'floatBuyorder',
-    mode: 'snapshot',
+    mode: 'delta',
+    deletes: true,
     refresh: 'floatBuyordersMs',
     pollOverride: 'POLL_FLOAT_MS',
     table: 'float_buyorders_current',
@@ -112,7 +122,8 @@ export const DATA_KINDS = {
   ORDER_BOOK: {
     capability: 'orderBook',
     event: 'orderBook',
-    mode: 'snapshot',
+    mode: 'delta',
+    deletes: true,
     refresh: 'orderBookMs',
     pollOverride: 'POLL_ORDER_BOOK_MS',
     table: 'order_book_current',
@@ -170,9 +181,8 @@ export function rowIdentity(kind: DataKind, row: object): string {
 
 /**
  * Whether applying a COMPLETE cycle of `kind` in `mode` removes what it did not see: a delta
- * kind's FULL cycle, and every snapshot kind's cycle.
+ * kind's FULL cycle (unless its removals came as records: the marker's `removals_sent`).
  */
 export function cycleRemovesUnseen(kind: DataKind, mode: 'FULL' | 'DELTA'): boolean {
-  const m = DATA_KINDS[kind].mode;
-  return m === 'snapshot' || (m === 'delta' && mode === 'FULL');
+  return DATA_KINDS[kind].mode === 'delta' && mode === 'FULL';
 }

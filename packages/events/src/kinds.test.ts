@@ -46,10 +46,11 @@ describe('the data kinds descriptor', () => {
     expect(rowIdentity('SALES', { ...row, sale_id: 's-1' })).toBe('s-1');
   });
 
-  it('a complete cycle removes what it did not see for full delta cycles and snapshot kinds only', () => {
+  it('a complete cycle removes what it did not see for full cycles of delta kinds only', () => {
     expect(cycleRemovesUnseen('LISTINGS', 'FULL')).toBe(true);
     expect(cycleRemovesUnseen('LISTINGS', 'DELTA')).toBe(false);
-    expect(cycleRemovesUnseen('FLOAT_RANGED', 'DELTA')).toBe(true);
+    expect(cycleRemovesUnseen('FLOAT_RANGED', 'FULL')).toBe(true);
+    expect(cycleRemovesUnseen('ORDER_BOOK', 'DELTA')).toBe(false);
     expect(cycleRemovesUnseen('SALES', 'FULL')).toBe(false);
     expect(cycleRemovesUnseen('HISTORY', 'FULL')).toBe(false);
   });

@@ -50,6 +50,8 @@ export interface FloatRangedEvent extends ItemEvent {
   phase_labels: Record<string, string>;
   observed_at: EpochMs;
   cycle_id: string;
+  /** A removal: the row this record names is gone (the other fields repeat its last state). Absent: false. */
+  removed?: boolean;
 }
 
 export interface FloatBuyOrderEvent extends ItemEvent {
@@ -61,6 +63,8 @@ export interface FloatBuyOrderEvent extends ItemEvent {
   condition: string | null;
   observed_at: EpochMs;
   cycle_id: string;
+  /** A removal: the row this record names is gone (the other fields repeat its last state). Absent: false. */
+  removed?: boolean;
 }
 
 export interface SaleEvent extends ItemEvent {
@@ -80,6 +84,8 @@ export interface OrderBookEvent extends ItemEvent {
   bids: { price: DecimalString; count: number }[];
   observed_at: EpochMs;
   cycle_id: string;
+  /** A removal: the row this record names is gone (the other fields repeat its last state). Absent: false. */
+  removed?: boolean;
 }
 
 /** One closed UTC hour of a history point's day: a candle of the lowest listing price. */

@@ -1,8 +1,9 @@
 /**
  * The other data kinds:
  * - buy orders: states sent as deltas like listings (a removal is price NULL, count 0);
- * - float-ranged buckets, float buy orders and the store's book: whole snapshots each cycle,
- *   upserted here and pruned when the cycle's COMPLETE marker is applied (markers.ts);
+ * - float-ranged buckets, float buy orders and the store's book: deltas too, but a removal
+ *   (`removed: true`) deletes its row, and a FULL cycle that did not send its removals deletes
+ *   what it did not see when its COMPLETE marker is applied (markers.ts);
  * - sales: immutable happenings, inserted once;
  * - history points (the history-only marketplace; the warm demo's every marketplace): daily
  *   closes in listing_daily, without a candle (see HISTORY) unless the point carried its day's
@@ -35,6 +36,8 @@ interface Spec<E> {
    * held when the day began. @default false
    */
   keepsPrior?: boolean;
+  /** Events may be removals (`removed: true`, DataKindInfo.deletes): the row is deleted. @default false */
+  deletes?: boolean;
 }
 
 /** The start of a timestamp's UTC day, in SQL. */
@@ -52,16 +55,40 @@ async function upsertLatest<E extends { observed_at: number }>(
   messages: readonly { value: unknown; offset: string }[],
 ): Promise<void> {
   if (messages.length === 0) return;
-  const staged = await stage(
-    client,
-    spec.table,
-    spec.columns,
-    messages.map((m) => [...(spec.row ?? byColumns<E>(spec.columns))(m.value as E), m.offset]),
-  );
+  const toRow = spec.row ?? byColumns<E>(spec.columns);
+  const staged = spec.deletes
+    ? await stage(
+        client,
+        spec.table,
+        [...spec.columns, 'removed'],
+        messages.map((m) => [...toRow(m.value as E), (m.value as { removed?: boolean }).removed === true, m.offset]),
+        'removed boolean NOT NULL',
+      )
+    : await stage(
+        client,
+        spec.table,
+        spec.columns,
+        messages.map((m) => [...toRow(m.value as E), m.offset]),
+      );
   const t = spec.table;
   const key = spec.key.join(', ');
   const rest = spec.columns.filter((c) => !spec.key.includes(c));
   const newest = `ORDER BY ${key}, observed_at DESC, kafka_offset DESC`;
+  if (spec.deletes) {
+    // The batch's last word per key decides: a state is upserted, a removal deletes the row;
+    // either only over an older observation, as redelivery and replays require.
+    const on = spec.key.map((k) => `${t}.${k} = l.${k}`).join(' AND ');
+    await client.query(`
+      WITH latest AS (SELECT DISTINCT ON (${key}) * FROM ${staged} ${newest}),
+      gone AS (
+        DELETE FROM ${t} USING latest l WHERE l.removed AND ${on} AND ${t}.observed_at < l.observed_at
+      )
+      INSERT INTO ${t} (${spec.columns.join(', ')})
+      SELECT ${spec.columns.join(', ')} FROM latest WHERE NOT removed
+      ON CONFLICT (${key}) DO UPDATE SET ${setExcluded(rest)}
+      WHERE excluded.observed_at > ${t}.observed_at`);
+    return;
+  }
   if (!spec.keepsPrior) {
     await client.query(`
       INSERT INTO ${t} (${spec.columns.join(', ')})
@@ -158,6 +185,7 @@ const FLOAT_RANGED: Spec<FloatRangedEvent> = {
     'cycle_id',
   ],
   key: ['market', 'market_hash_name', 'phase', 'float_min'],
+  deletes: DATA_KINDS.FLOAT_RANGED.deletes,
 };
 
 const FLOAT_BUYORDERS: Spec<FloatBuyOrderEvent> = {
@@ -177,12 +205,14 @@ const FLOAT_BUYORDERS: Spec<FloatBuyOrderEvent> = {
     'cycle_id',
   ],
   key: ['market', 'order_id'],
+  deletes: DATA_KINDS.FLOAT_BUYORDERS.deletes,
 };
 
 const ORDER_BOOK: Spec<OrderBookEvent> = {
   table: DATA_KINDS.ORDER_BOOK.table,
   columns: ['market', 'market_hash_name', 'phase', 'currency', 'asks', 'bids', 'observed_at', 'cycle_id'],
   key: ['market', 'market_hash_name', 'phase'],
+  deletes: DATA_KINDS.ORDER_BOOK.deletes,
 };
 
 /**

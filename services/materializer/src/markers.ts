@@ -244,6 +244,7 @@ async function applyComplete(client: PoolClient, m: PollCycleRow, options: Marke
   const touched = (r: { rowCount: number | null }) => {
     if ((r.rowCount ?? 0) > 0) options.touched?.add(readTag(m.kind as DataKind, m.market));
   };
+  // A kind whose rows go when gone (DataKindInfo.deletes): what the cycle did not see is deleted.
   if (cleared === undefined) {
     touched(
       await client.query(`DELETE FROM ${table} WHERE market = $1 AND ${NOT_SEEN}`, [

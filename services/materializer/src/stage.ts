@@ -7,15 +7,20 @@
  */
 import { copyRows, type CopyValue, type PoolClient } from '@skinprices/store';
 
+/**
+ * `extra`: columns the events carry beyond the target's (as SQL column definitions), each given
+ * in `columns`; a target is always staged with the same extras.
+ */
 export async function stage(
   client: PoolClient,
   target: string,
   columns: readonly string[],
   rows: readonly (readonly CopyValue[])[],
+  extra = '',
 ): Promise<string> {
   const name = `stage_${target}`;
   await client.query(`CREATE TEMP TABLE IF NOT EXISTS ${name} (
-      LIKE ${target} INCLUDING DEFAULTS, kafka_offset bigint NOT NULL
+      LIKE ${target} INCLUDING DEFAULTS, kafka_offset bigint NOT NULL${extra ? `, ${extra}` : ''}
     ) ON COMMIT DELETE ROWS; DELETE FROM ${name}`);
   await copyRows(client, name, [...columns, 'kafka_offset'], rows);
   return name;

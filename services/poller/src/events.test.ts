@@ -1,6 +1,6 @@
 import { getMarket } from '@skinprices/domain';
 import fc from 'fast-check';
-import type { ListingRow } from '@skinprices/marketplaces';
+import type { FloatRangedRow, ListingRow } from '@skinprices/marketplaces';
 import { describe, expect, it } from 'vitest';
 import { removalOf, sameRow, toEvent } from './events.js';
 
@@ -41,6 +41,23 @@ describe('toEvent: item_page_url on listing events', () => {
       count: 0,
       item_page_url: expect.stringMatching(/^https:\/\/eu-b\.example\//),
     });
+  });
+
+  it('a removal of a kind whose rows are deleted repeats the last state with removed: true', () => {
+    const bucket: FloatRangedRow = {
+      market_hash_name: 'AK-47 | Redline (Field-Tested)',
+      phase: '',
+      float_min: '0.15',
+      float_max: '0.18',
+      first_price: '13.00',
+      fifth_price: null,
+      count: 2,
+      phase_labels: {},
+    };
+    const gone = toEvent('FLOAT_RANGED', getMarket('cn-a'), removalOf('FLOAT_RANGED', bucket), 1, 'c3');
+    expect(gone).toMatchObject({ ...bucket, removed: true, cycle_id: 'c3' });
+    expect(bucket).not.toHaveProperty('removed');
+    expect(() => removalOf('SALES', { sale_id: 's' } as never)).toThrow(/not a delta kind/);
   });
 
   it('stays null when the template needs an id the row lacks', () => {

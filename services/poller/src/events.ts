@@ -73,9 +73,13 @@ export function sameRow(a: unknown, b: unknown): boolean {
   return keys === 0;
 }
 
-/** The row saying "this one is gone" for delta kinds: the row with the descriptor's `cleared` values. */
+/**
+ * The row saying "this one is gone" for delta kinds: the row with the descriptor's `cleared`
+ * values, or, for a kind whose rows are deleted, its last state with `removed: true`.
+ */
 export function removalOf<K extends Kind>(kind: K, row: RowMap[K]): RowMap[K] {
-  const { cleared }: DataKindInfo = DATA_KINDS[kind];
-  if (cleared === undefined) throw new Error(`${kind} is not a delta kind: its rows are never removed one by one`);
-  return Object.assign({}, row, cleared);
+  const { cleared, deletes }: DataKindInfo = DATA_KINDS[kind];
+  if (cleared !== undefined) return Object.assign({}, row, cleared);
+  if (deletes) return Object.assign({}, row, { removed: true });
+  throw new Error(`${kind} is not a delta kind: its rows are never removed one by one`);
 }
