@@ -53,10 +53,48 @@ async function configuredReplicationFactor(admin: Admin, nodeId: number): Promis
 }
 
 /**
- * Creates missing topics with their partition counts and configs; existing topics are left as
- * they are (idempotent). Replicated as the cluster's `default.replication.factor` says; while fewer
- * brokers than that have registered (a cluster still starting), waits up to `waitForBrokersMs`
- * for them, then fails instead of creating under-replicated topics.
+ * Sets each existing topic's configs to its definition where they differ (a retention changed in
+ * topics.json reaches topics created before). Kafka's AlterConfigs (the request kafkajs sends)
+ * replaces a topic's whole set of overrides, so the overrides the definition does not name are
+ * sent along unchanged. Returns the topics altered.
+ */
+async function alignConfigs(admin: Admin, topics: readonly TopicDefinition[]): Promise<string[]> {
+  const withConfig = topics.filter((t) => Object.keys(t.config).length > 0);
+  if (withConfig.length === 0) return [];
+  const { resources } = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: withConfig.map((t) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name: t.name })),
+  });
+  const altered: { type: number; name: string; configEntries: { name: string; value: string }[] }[] = [];
+  for (const r of resources) {
+    const def = withConfig.find((t) => t.name === r.resourceName);
+    if (!def) continue;
+    const current = new Map(r.configEntries.map((e) => [e.configName, e]));
+    const differs = Object.entries(def.config).some(([k, v]) => current.get(k)?.configValue !== v);
+    if (!differs) continue;
+    const overrides = new Map(
+      r.configEntries
+        // DYNAMIC_TOPIC_CONFIG: an override set on this topic (not a broker or default value).
+        .filter((e) => !e.isDefault && e.configSource === kafkajs.ConfigSource.TOPIC_CONFIG)
+        .map((e) => [e.configName, e.configValue]),
+    );
+    for (const [k, v] of Object.entries(def.config)) overrides.set(k, v);
+    altered.push({
+      type: kafkajs.ConfigResourceTypes.TOPIC,
+      name: def.name,
+      configEntries: [...overrides].map(([name, value]) => ({ name, value })),
+    });
+  }
+  if (altered.length > 0) await admin.alterConfigs({ validateOnly: false, resources: altered });
+  return altered.map((a) => a.name);
+}
+
+/**
+ * Creates missing topics with their partition counts and configs, and brings existing topics'
+ * configs to their definitions (alignConfigs); idempotent. Replicated as the cluster's
+ * `default.replication.factor` says; while fewer brokers than that have registered (a cluster
+ * still starting), waits up to `waitForBrokersMs` for them, then fails instead of creating
+ * under-replicated topics. Returns the topics created.
  */
 export async function ensureTopics(
   kafka: Kafka,
@@ -67,6 +105,10 @@ export async function ensureTopics(
   await admin.connect();
   try {
     const existing = new Set(await admin.listTopics());
+    await alignConfigs(
+      admin,
+      topics.filter((t) => existing.has(t.name)),
+    );
     const missing = topics.filter((t) => !existing.has(t.name));
     if (missing.length === 0) return [];
     const deadline = Date.now() + waitForBrokersMs;
