@@ -43,6 +43,7 @@ import { TestStack } from '../support/stack.js';
 
 type Listing = EventMap['listing'];
 type HistoryPoint = EventMap['historyPoint'];
+type HistoryHours = EventMap['historyHours'];
 
 const MARKET = 'cn-c';
 const A = 'Candle Test | Alpha (Field-Tested)';
@@ -542,7 +543,7 @@ describe('history candles: buckets stored before migration 0005', () => {
   });
 });
 
-describe('history candles: imported hours (history.v1 `hours`) merged with the observations', () => {
+describe('history candles: imported hours (history-hours.v1; history.v1 `hours` of version 2) merged with the observations', () => {
   const stack = new TestStack();
   let pool: Pool;
   const hourAt = (d: string, hh: string) => at(d, `${hh}:00`);
@@ -575,6 +576,13 @@ describe('history candles: imported hours (history.v1 `hours`) merged with the o
     imported(A, null, [candle(D1, '10', '100.00', '126.00', '95.00', '101.00', 3)]),
     imported(B, '49.99', [candle(D1, '10', '50.00', '50.10', '49.90', '49.99', 8)]),
   ];
+  /** The same imports as the poller sends them now: hours on history-hours.v1, closes on history.v1. */
+  const SPLIT: (HistoryPoint | HistoryHours)[] = IMPORTS.flatMap((p) => {
+    const { hours, ...point } = p;
+    const out: (HistoryPoint | HistoryHours)[] = [{ ...point, hours: hours ?? [] } as HistoryHours];
+    if (p.price !== null) out.push(point);
+    return out;
+  });
   const hourEnd = (hh: string) => `${D1}T${hh}:59:59.999Z`;
   const WANT_HOURLY: Candle[] = [
     {
@@ -610,15 +618,16 @@ describe('history candles: imported hours (history.v1 `hours`) merged with the o
    * Applies the arrivals in runs of one kind, cut at `cuts`, as the materializer's batches would be;
    * each event's offset is its place in the arrivals (increasing per topic, as Kafka's are).
    */
-  async function applyMixed(arrivals: readonly (Listing | HistoryPoint)[], cuts: readonly number[]) {
-    const isImport = (e: Listing | HistoryPoint) => 'hours' in e;
+  async function applyMixed(arrivals: readonly (Listing | HistoryPoint | HistoryHours)[], cuts: readonly number[]) {
+    const kindOf = (e: Listing | HistoryPoint | HistoryHours): MaterializedKind =>
+      'cycle_id' in e ? 'listing' : 'price' in e ? 'historyPoint' : 'historyHours';
     const starts = new Set([0, ...cuts]);
     const client = await pool.connect();
     try {
-      let run: { value: Listing | HistoryPoint; offset: number }[] = [];
+      let run: { value: Listing | HistoryPoint | HistoryHours; offset: number }[] = [];
       const flush = async () => {
         if (run.length === 0) return;
-        const kind: MaterializedKind = isImport(run[0]!.value) ? 'historyPoint' : 'listing';
+        const kind = kindOf(run[0]!.value);
         const topic = `${kind}.direct`;
         const messages = run.map((m) => ({ topic, partition: 0, offset: String(m.offset), key: null, value: m.value }));
         await applyBatch(client, kind, { topic, partition: 0, messages } as ConsumedBatch<MaterializedKind>, {
@@ -627,7 +636,7 @@ describe('history candles: imported hours (history.v1 `hours`) merged with the o
         run = [];
       };
       for (const [i, value] of arrivals.entries()) {
-        if (starts.has(i) || (run.length > 0 && isImport(run[0]!.value) !== isImport(value))) await flush();
+        if (starts.has(i) || (run.length > 0 && kindOf(run[0]!.value) !== kindOf(value))) await flush();
         run.push({ value, offset: i });
       }
       await flush();
@@ -636,14 +645,17 @@ describe('history candles: imported hours (history.v1 `hours`) merged with the o
     }
   }
 
-  it('give exact candles in any order and batch split, with a repeated hour in a batch or across batches', async () => {
+  it.each([
+    ['history-hours.v1 and history.v1 apart', SPLIT],
+    ["history.v1 version 2's points with hours", IMPORTS],
+  ] as const)('give exact candles in any order and batch split, with a repeated hour (%s)', async (_, imports) => {
     const random = rng(11);
     let reference: Awaited<ReturnType<typeof tableChecksums>> | undefined;
     for (let trial = 0; trial < 20; trial++) {
       await pool.query(
         'TRUNCATE listing_hourly, listing_daily, listings_current, item_markets, consumer_offsets, price_change_outbox',
       );
-      const arrivals = shuffled([...ALL, ...IMPORTS, ...IMPORTS.filter(() => random() < 0.3)], random);
+      const arrivals = shuffled([...ALL, ...imports, ...imports.filter(() => random() < 0.3)], random);
       const cuts = Array.from({ length: Math.floor(random() * 4) }, () => Math.floor(random() * arrivals.length));
       await applyMixed(arrivals, cuts);
       const where = `trial ${trial}`;

@@ -1,10 +1,10 @@
 /**
- * Subjects get one explicit compatibility rule: FULL_TRANSITIVE (history.v1: BACKWARD_TRANSITIVE,
- * the documented exception, serde.ts compatibilityOf). A change both older and newer readers
- * decode is accepted and old records still decode; a change an older consumer could not read is
- * refused, even when newer readers could.
+ * Subjects get one explicit compatibility rule: FULL_TRANSITIVE (serde.ts compatibilityOf). A
+ * change both older and newer readers decode is accepted and old records still decode; a change
+ * an older consumer could not read is refused, even when newer readers could. history.v1's
+ * withdrawn version 2 stays registered where it was, and its writers use version 1 again.
  */
-import { eventSchema, EventSerde } from '@skinprices/events';
+import { eventSchema, EventSerde, schemaVersions } from '@skinprices/events';
 import avro from 'avsc';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SAMPLES } from '../support/samples.js';
@@ -66,11 +66,30 @@ describe('schema evolution under FULL_TRANSITIVE compatibility', () => {
     expect(await lax.register(other, 'listing', without)).toBeGreaterThan(0);
   });
 
-  it('keeps history.v1 on BACKWARD_TRANSITIVE, its documented exception', async () => {
+  it("writes history.v1 with version 1 again where version 2 was registered, and reads version 2's records", async () => {
     const topic = await stack.topic('historyPoint');
-    await stack.serde.codec(topic, 'historyPoint');
-    const config = await fetch(`${stack.env.registryUrl}/config/${topic}-value`);
-    expect(await config.json()).toMatchObject({ compatibilityLevel: 'BACKWARD_TRANSITIVE' });
+    const subject = `${topic}-value`;
+    // A subject as an earlier release left it: versions 1 and 2, BACKWARD_TRANSITIVE.
+    const old = new EventSerde({ registryUrl: stack.env.registryUrl, compatibility: 'BACKWARD_TRANSITIVE' });
+    const [v1, v2] = schemaVersions('historyPoint');
+    const v1Id = await old.register(topic, 'historyPoint', JSON.stringify(JSON.parse(v1!.text)));
+    const v2Id = await old.register(topic, 'historyPoint', JSON.stringify(JSON.parse(v2!.text)));
+    expect(v2Id).not.toBe(v1Id);
+    const codec = await stack.serde.codec(topic, 'historyPoint');
+    expect(codec.schemaId).toBe(v1Id);
+    const versions = await fetch(`${stack.env.registryUrl}/subjects/${subject}/versions`);
+    expect(await versions.json()).toEqual([1, 2]);
+    const config = await fetch(`${stack.env.registryUrl}/config/${subject}`);
+    expect(await config.json()).toMatchObject({ compatibilityLevel: 'FULL_TRANSITIVE' });
+    // A point version 2 wrote for its hours only (no close) still decodes, with its hours.
+    const v2Type = avro.Type.forSchema(JSON.parse(v2!.text) as avro.Schema);
+    const header = Buffer.from([0, 0, 0, 0, 0]);
+    header.writeUInt32BE(v2Id, 1);
+    const hoursOnly = { ...SAMPLES.historyPoint, price: null, hours: SAMPLES.historyHours.hours };
+    const decoded = await codec.decode(Buffer.concat([header, v2Type.toBuffer(hoursOnly)]));
+    expect(JSON.parse(JSON.stringify(decoded))).toEqual(JSON.parse(JSON.stringify(hoursOnly)));
+    // And a point written now is version 1's shape: no hours, a close.
+    expect(() => codec.encode({ ...SAMPLES.historyPoint, price: null })).toThrow(/price/);
   });
 
   it('decodes a record written with a newer schema into the shape this code knows', async () => {

@@ -105,11 +105,19 @@ export const SAMPLES: { [K in EventKind]: EventMap[K] } = {
     price: '3.20',
     count: null,
     observed_at: at,
-    // Version 2: the day's hourly candles (here two of them), one without a count.
+  },
+  historyHours: {
+    market: 'hist-a',
+    market_hash_name: 'Glove Case',
+    phase: '',
+    currency: 'USD',
+    day: 20_000,
+    // The day's hourly candles (here two of them), one without a count.
     hours: [
       { hour: 20_000 * 86_400_000, open: '3.10', high: '3.25', low: '3.05', close: '3.20', count: 4 },
       { hour: 20_000 * 86_400_000 + 3_600_000, open: '3.20', high: '3.20', low: '3.20', close: '3.20', count: null },
     ],
+    observed_at: at,
   },
   pollCycle: {
     market: 'eu-a',

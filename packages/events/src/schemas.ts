@@ -15,6 +15,7 @@ const SCHEMA_FILES: Record<EventKind, string> = {
   sale: 'sale.avsc',
   orderBook: 'order-book.avsc',
   historyPoint: 'history-point.avsc',
+  historyHours: 'history-hours.avsc',
   pollCycle: 'poll-cycle.avsc',
   pollerCursor: 'poller-cursor.avsc',
   priceChange: 'price-change.avsc',
@@ -29,8 +30,29 @@ export interface EventSchema {
   kind: EventKind;
   /** The schema as registered (JSON text of the .avsc file). */
   text: string;
-  /** Parsed avsc type, used to validate before encoding and as the reader schema. */
+  /** Parsed avsc type, used to validate before encoding. */
   type: avro.Type;
+  /**
+   * The type our consumers decode into: `type`, or for a kind with a withdrawn version
+   * (WITHDRAWN) the version whose shape reads every version a record on the topic may have.
+   */
+  reader: avro.Type;
+}
+
+/**
+ * Versions published once and withdrawn: no writer uses them again, but their records stay on
+ * the topic, and consumers on them still decode everything written now. history-point v2 made
+ * `price` nullable for points that carried only hours, which consumers on v1 could not read;
+ * v3 is v1 again, and the hours have their own topic (history-hours.v1). Our consumers read with
+ * `reader`, so the records written with v2 still decode.
+ */
+const WITHDRAWN: Partial<Record<EventKind, { versions: readonly number[]; reader: number }>> = {
+  historyPoint: { versions: [2], reader: 2 },
+};
+
+/** The versions of a kind that were withdrawn (WITHDRAWN). */
+export function withdrawnVersions(kind: EventKind): readonly number[] {
+  return WITHDRAWN[kind]?.versions ?? [];
 }
 
 const schemaCache = new Map<EventKind, EventSchema>();
@@ -39,7 +61,11 @@ export function eventSchema(kind: EventKind): EventSchema {
   let s = schemaCache.get(kind);
   if (!s) {
     const text = readFileSync(new URL(SCHEMA_FILES[kind], SCHEMA_DIR), 'utf8');
-    s = { kind, text: JSON.stringify(JSON.parse(text)), type: avro.Type.forSchema(JSON.parse(text)) };
+    const type = avro.Type.forSchema(JSON.parse(text));
+    const readerVersion = WITHDRAWN[kind]?.reader;
+    const readerText = schemaVersions(kind).find((v) => v.version === readerVersion)?.text;
+    const reader = readerText === undefined ? type : avro.Type.forSchema(JSON.parse(readerText));
+    s = { kind, text: JSON.stringify(JSON.parse(text)), type, reader };
     schemaCache.set(kind, s);
   }
   return s;

@@ -18,18 +18,16 @@ export type Compatibility =
   'BACKWARD' | 'BACKWARD_TRANSITIVE' | 'FORWARD' | 'FORWARD_TRANSITIVE' | 'FULL' | 'FULL_TRANSITIVE' | 'NONE';
 
 /**
- * The rule a kind's subjects get. FULL_TRANSITIVE: a new version must be readable by consumers
- * on every earlier version, and read every earlier version's records, so neither a subscriber
- * that has not upgraded nor a replay of old records ever breaks. BACKWARD alone only protected
- * new readers of old data: history.v1's version 2 made `price` nullable, and a consumer on
- * version 1 failed on 587,260 of 3,093,956 records (issue 43).
- *
- * The one exception is that subject itself: with version 2 in it no later version can be FULL
- * compatible with both 1 and 2, so it stays BACKWARD_TRANSITIVE until the hour-only points leave
- * it (README "Topics", how a schema may evolve).
+ * The rule every subject gets: FULL_TRANSITIVE. A new version must be readable by consumers on
+ * every earlier version, and read every earlier version's records, so neither a subscriber that
+ * has not upgraded nor a replay of old records ever breaks. BACKWARD alone only protected new
+ * readers of old data: history.v1's version 2 made `price` nullable, and a consumer on version 1
+ * failed on 587,260 of 3,093,956 records (issue 43). That version is withdrawn (schemas.ts
+ * WITHDRAWN): its subject's writers use version 1 again, which the registry returns as the
+ * registered version it is, without a check against version 2.
  */
-export function compatibilityOf(kind: EventKind): Compatibility {
-  return kind === 'historyPoint' ? 'BACKWARD_TRANSITIVE' : 'FULL_TRANSITIVE';
+export function compatibilityOf(_kind: EventKind): Compatibility {
+  return 'FULL_TRANSITIVE';
 }
 
 export interface SerdeOptions {
@@ -180,6 +178,7 @@ function translateRegistryError(err: unknown, subject: string, kind: string): Ap
 /** Encoder/decoder of one topic's values. */
 export class TopicCodec<K extends EventKind> {
   private readonly type: avro.Type;
+  private readonly reader: avro.Type;
   private readonly header: Buffer;
   /** Header, then the record being encoded; grows to the largest record seen. */
   private scratch: Buffer;
@@ -191,6 +190,7 @@ export class TopicCodec<K extends EventKind> {
     readonly schemaId: number,
   ) {
     this.type = eventSchema(kind).type;
+    this.reader = eventSchema(kind).reader;
     this.header = Buffer.alloc(5);
     this.header.writeUInt8(MAGIC, 0);
     this.header.writeUInt32BE(schemaId, 1);
@@ -225,7 +225,7 @@ export class TopicCodec<K extends EventKind> {
     const id = buffer.readUInt32BE(1);
     let resolver: avro.Resolver | null;
     try {
-      resolver = await this.serde.resolverFor(this.kind, this.type, id);
+      resolver = await this.serde.resolverFor(this.kind, this.reader, id);
     } catch (err) {
       throw new AppError('registry_unavailable', `${this.topic}: writer schema ${id} could not be fetched`, {
         cause: err,
@@ -233,7 +233,7 @@ export class TopicCodec<K extends EventKind> {
     }
     try {
       const body = buffer.subarray(5);
-      return (resolver ? this.type.fromBuffer(body, resolver) : this.type.fromBuffer(body)) as EventMap[K];
+      return (resolver ? this.reader.fromBuffer(body, resolver) : this.reader.fromBuffer(body)) as EventMap[K];
     } catch (err) {
       throw new AppError(
         'serde_invalid_event',

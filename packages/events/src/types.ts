@@ -102,12 +102,24 @@ export interface HistoryHour {
 export interface HistoryPointEvent extends ItemEvent {
   /** UTC day as days since 1970-01-01 (Avro `date`). */
   day: number;
-  /** The day's close; null (version 2) when nothing was listed at the day's end: then `hours` has the day's hours. */
+  /**
+   * The day's close. Written always; null only in records written with the withdrawn version 2,
+   * which carried a day's hours without its close (their `hours` have them).
+   */
   price: DecimalString | null;
   count: number | null;
   observed_at: EpochMs;
-  /** The day's hourly candles, ascending, where the upstream keeps them; else null (or absent: written before version 2). */
+  /** Only in records written with the withdrawn version 2: the day's hours (now on history-hours.v1). */
   hours?: HistoryHour[] | null;
+}
+
+/** The hourly candles of one item's day (history-hours.v1). */
+export interface HistoryHoursEvent extends ItemEvent {
+  /** UTC day as days since 1970-01-01 (Avro `date`). */
+  day: number;
+  /** Ascending, never empty. */
+  hours: HistoryHour[];
+  observed_at: EpochMs;
 }
 
 /** The data kinds come from the domain's descriptor (packages/domain kinds.ts). */
@@ -168,6 +180,7 @@ export interface EventMap {
   sale: SaleEvent;
   orderBook: OrderBookEvent;
   historyPoint: HistoryPointEvent;
+  historyHours: HistoryHoursEvent;
   pollCycle: PollCycleEvent;
   pollerCursor: PollerCursorEvent;
   priceChange: PriceChangeEvent;

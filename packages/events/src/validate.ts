@@ -7,7 +7,19 @@
 import { AppError, Dec, parseDecimal, parsePrice } from '@skinprices/domain';
 import type avro from 'avsc';
 
-const PRICE_FIELDS = new Set(['price', 'blue_price', 'first_price', 'fifth_price', 'old_price', 'new_price']);
+const PRICE_FIELDS = new Set([
+  'price',
+  'blue_price',
+  'first_price',
+  'fifth_price',
+  'old_price',
+  'new_price',
+  // An hour's candle (history-hours.v1).
+  'open',
+  'high',
+  'low',
+  'close',
+]);
 const UNIT_INTERVAL_FIELDS = new Set(['float_min', 'float_max', 'float_value', 'wear']);
 
 // The shapes every well-formed event uses, checked without building a Decimal (that was most of

@@ -30,11 +30,15 @@ import { applyIsolating, failureMessage, sqlState } from './poison.js';
 import { candlesTag, noteReadChanges } from './read-changes.js';
 import type { BatchView, ServedListings } from './served.js';
 
-export type MaterializedKind = 'listing' | 'pollCycle' | BookKind;
+export type MaterializedKind = 'listing' | 'pollCycle' | 'historyHours' | BookKind;
 
-/** The events the materializer consumes: every data kind's (the descriptor's), and the cycle markers. */
+/**
+ * The events the materializer consumes: every data kind's (the descriptor's), the hours of the
+ * history import (HISTORY's second topic), and the cycle markers.
+ */
 export const MATERIALIZED_KINDS: readonly MaterializedKind[] = [
   ...DATA_KIND_NAMES.map((k): MaterializedKind => DATA_KINDS[k].event),
+  'historyHours',
   'pollCycle',
 ];
 
@@ -173,7 +177,7 @@ export async function applyBatch(
     // their keys and only where a served value changed (read-changes.ts), a listing batch's
     // candles apart (the derive path notes `derived` for what markers change: deriver.ts).
     const tags = new Set<string>();
-    const dataKind = kindOfEvent(kind);
+    const dataKind = kind === 'historyHours' ? 'HISTORY' : kindOfEvent(kind);
     // A batch applied in one attempt: its view classes every good record (repeats dropped change nothing).
     const view = !result.isolated ? views.at(-1) : undefined;
     if (view) {
@@ -219,8 +223,10 @@ async function applyRecords(
       client,
       records.map((m) => m.value as PollCycleEvent),
     );
+  else if (kind === 'historyHours')
+    await writeImportedHours(client, records as DecodedMessage<'historyHours'>[], listingOptions.hourlyRetentionDays);
   else {
-    // Imported hours before the imported closes: the close is written over the hours' daily candle.
+    // Points written with history.v1's withdrawn version 2 may carry their day's hours.
     if (kind === 'historyPoint')
       await writeImportedHours(client, records as DecodedMessage<'historyPoint'>[], listingOptions.hourlyRetentionDays);
     await applyBooks(client, kind, records as DecodedMessage<BookKind>[]);

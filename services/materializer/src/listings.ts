@@ -4,7 +4,7 @@
  * candle tables.
  */
 import { DAY_MS, marketItemKey, startOfUtcDay } from '@skinprices/domain';
-import type { DecodedMessage, HistoryPointEvent, ListingEvent } from '@skinprices/events';
+import type { DecodedMessage, HistoryHoursEvent, HistoryPointEvent, ListingEvent } from '@skinprices/events';
 import type { CopyValue, PoolClient } from '@skinprices/store';
 import { setExcluded, stage } from './stage.js';
 import { lastCloseBefore, refreshStats, statsAggregates, statsBases } from './derived.js';
@@ -414,9 +414,10 @@ const IMPORTED_DAILY = candleUpsert({ ...DAILY_TABLE, where: 'true', source: IMP
 const HOUR_MS = 3_600_000;
 
 /**
- * The hourly candles a history import carries (history.v1's `hours`: the warm demo's ~100 days)
- * into listing_hourly, and the day's candle they make into listing_daily (its open, high and low;
- * the close is the imported close, written after this by books.ts). Each hour is a candle
+ * The hourly candles a history import carries (history-hours.v1, and the `hours` of history.v1
+ * records written with its withdrawn version 2: the warm demo's ~100 days) into listing_hourly,
+ * and the day's candle they make into listing_daily (its open, high and low; the close is the
+ * imported close, books.ts, whichever comes first: its observation is the later). Each hour is a candle
  * opened at the hour's start and closed at its last millisecond, so it merges with what the live
  * pipeline observed of the same hour by the rules of candleUpsert: the imported open and close
  * win (they are the hour's ends), high and low take the extremes of both. Hours older than the
@@ -424,14 +425,14 @@ const HOUR_MS = 3_600_000;
  */
 export async function writeImportedHours(
   client: PoolClient,
-  messages: readonly DecodedMessage<'historyPoint'>[],
+  messages: readonly DecodedMessage<'historyPoint' | 'historyHours'>[],
   retentionDays: number,
 ): Promise<void> {
   const rows: CopyValue[][] = [];
   const buckets = new Set<string>();
   let repeated = false;
   for (const m of messages) {
-    const e = m.value as HistoryPointEvent;
+    const e = m.value as HistoryPointEvent | HistoryHoursEvent;
     for (const h of e.hours ?? []) {
       const bucket = `${marketItemKey(e.market, e.market_hash_name, e.phase)}\u0000${h.hour}`;
       if (buckets.has(bucket)) repeated = true;

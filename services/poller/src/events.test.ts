@@ -2,7 +2,7 @@ import { getMarket } from '@skinprices/domain';
 import fc from 'fast-check';
 import type { FloatRangedRow, ListingRow } from '@skinprices/marketplaces';
 import { describe, expect, it } from 'vitest';
-import { removalOf, sameRow, toEvent } from './events.js';
+import { historyRecords, removalOf, sameRow, toEvent } from './events.js';
 
 const row = (over: Partial<ListingRow> = {}): ListingRow => ({
   market_hash_name: 'AK-47 | Redline (Field-Tested)',
@@ -105,5 +105,31 @@ describe('sameRow: what JSON.stringify of each compared, without the strings', (
     expect(sameRow({ a: 1, b: undefined }, { a: 1 })).toBe(true);
     expect(sameRow({ a: 1 }, { a: 1, b: null })).toBe(false);
     expect(sameRow({ a: 1, b: 2 }, { b: 2, a: 1 })).toBe(true);
+  });
+});
+
+describe('historyRecords: a history row as history.v1 and history-hours.v1 records', () => {
+  const hour = { hour: 20_000 * 86_400_000, open: '3.10', high: '3.25', low: '3.05', close: '3.20', count: 4 };
+  const base = { market_hash_name: 'Glove Case', phase: '' as const, day: 20_000, count: 7 };
+
+  it('a close with hours: the close without them, and the hours apart', () => {
+    const { point, hours } = historyRecords(getMarket('hist-a'), { ...base, price: '3.20', hours: [hour] }, 5);
+    expect(point).toEqual({ market: 'hist-a', currency: 'USD', ...base, price: '3.20', observed_at: 5 });
+    expect(point).not.toHaveProperty('hours');
+    expect(hours).toEqual({
+      market: 'hist-a',
+      currency: 'USD',
+      market_hash_name: 'Glove Case',
+      phase: '',
+      day: 20_000,
+      hours: [hour],
+      observed_at: 5,
+    });
+  });
+
+  it('hours without a close make no history.v1 record; a close without hours no hours record', () => {
+    expect(historyRecords(getMarket('hist-a'), { ...base, price: null, hours: [hour] }, 5).point).toBeUndefined();
+    expect(historyRecords(getMarket('hist-a'), { ...base, price: '3.20', hours: null }, 5).hours).toBeUndefined();
+    expect(historyRecords(getMarket('hist-a'), { ...base, price: '3.20', hours: [] }, 5).hours).toBeUndefined();
   });
 });

@@ -4,7 +4,7 @@
  * identity) comes from the domain's descriptor (packages/domain kinds.ts).
  */
 import { DATA_KINDS, itemPageUrl, rowIdentity, type DataKindInfo, type Market } from '@skinprices/domain';
-import type { EventKind, EventMap } from '@skinprices/events';
+import type { EventKind, EventMap, HistoryHoursEvent, HistoryPointEvent } from '@skinprices/events';
 import type { Kind, RowMap } from '@skinprices/marketplaces';
 
 /** The event kind of a data kind's records. */
@@ -82,4 +82,31 @@ export function removalOf<K extends Kind>(kind: K, row: RowMap[K]): RowMap[K] {
   if (cleared !== undefined) return Object.assign({}, row, cleared);
   if (deletes) return Object.assign({}, row, { removed: true });
   throw new Error(`${kind} is not a delta kind: its rows are never removed one by one`);
+}
+
+/**
+ * A history row's records: its close for history.v1 (none for a day that ended without a listing,
+ * or one imported for its hours only), and its hours for history-hours.v1 (none without hours).
+ */
+export function historyRecords(
+  market: Market,
+  row: RowMap['HISTORY'],
+  observedAt: number,
+): { point: HistoryPointEvent | undefined; hours: HistoryHoursEvent | undefined } {
+  const item = {
+    market: market.slug,
+    market_hash_name: row.market_hash_name,
+    phase: row.phase,
+    currency: market.currency,
+  };
+  return {
+    point:
+      row.price === null
+        ? undefined
+        : { ...item, day: row.day, price: row.price, count: row.count, observed_at: observedAt },
+    hours:
+      row.hours === null || row.hours.length === 0
+        ? undefined
+        : { ...item, day: row.day, hours: row.hours, observed_at: observedAt },
+  };
 }

@@ -23,6 +23,7 @@ import {
   type EventMap,
   type EventProducer,
   type EventSerde,
+  type HistoryHoursEvent,
   type PollCycleEvent,
   type TopicCodec,
 } from '@skinprices/events';
@@ -39,7 +40,7 @@ import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Admin, RecordMetadata } from 'kafkajs';
 import { aheadOne } from './ahead.js';
 import { cycleOutcome, endOffsetsFrom, removalsAllowed, type EndOffsets } from './cycle-end.js';
-import { eventOf, isDeltaKind, removalOf, rowKey, sameRow, toEvent } from './events.js';
+import { eventOf, historyRecords, isDeltaKind, removalOf, rowKey, sameRow, toEvent } from './events.js';
 import type { CursorStore } from './cursor-store.js';
 import { HistoryCursor, type HistoryWork } from './history-cursor.js';
 import type { PollerMetrics } from './metrics.js';
@@ -446,7 +447,10 @@ export class Poller {
         if (before === undefined || BigInt(at) > before) produced.set(m.partition, BigInt(at));
       }
     };
+    /** Records on the data topic (the marker's events_emitted, vouched for by its end offsets). */
     let emitted = 0;
+    /** HISTORY: records on history-hours.v1. */
+    let hoursEmitted = 0;
     let rejected = 0;
     let duplicates = 0;
     let error: unknown;
@@ -508,6 +512,8 @@ export class Poller {
         const observedAt = client.upstreamNow();
         const out: EventMap[EventKind][] = [];
         const pageSeen: [string, Emitted][] = [];
+        /** HISTORY: the page's hours, for history-hours.v1 (historyRecords). */
+        const hoursOut: HistoryHoursEvent[] = [];
         for (const row of page.rows) {
           const key = rowKey(kind, row);
           const e: Emitted = row;
@@ -527,10 +533,16 @@ export class Poller {
           }
           if (kind === 'SALES' && job.salesSeen.has(key)) continue;
           seen.set(key, e);
+          if (kind === 'HISTORY') {
+            const { point, hours } = historyRecords(market, row as RowMap['HISTORY'], observedAt);
+            if (hours) hoursOut.push(hours);
+            if (point) out.push(point);
+            continue;
+          }
           const last = job.last.get(key);
           const repeat = last !== undefined && sameRow(last, e);
           if (repeat && !full) continue;
-          const event = toEvent(kind, market, row, observedAt, cycleId);
+          const event = toEvent<Kind>(kind, market, row, observedAt, cycleId);
           if (flagRecords) (event as { removals_sent?: boolean }).removals_sent = true;
           if (repeat && deferRepeats) {
             deferred.events.push(event);
@@ -539,6 +551,13 @@ export class Poller {
           }
           out.push(event);
           pageSeen.push([key, e]);
+        }
+        // A day's hours before its close: a consumer that has the close has the hours before it.
+        if (hoursOut.length > 0) {
+          const res = await producer.send(await this.eventCodec('historyHours'), hoursOut);
+          hoursEmitted += res.sent;
+          rejected += res.rejected.length;
+          metrics.events.inc(labels, res.sent);
         }
         if (out.length > 0) await send(out, pageSeen);
       }
@@ -626,6 +645,7 @@ export class Poller {
         outcome,
         seen: seen.size,
         emitted,
+        ...(kind === 'HISTORY' ? { hoursEmitted } : {}),
         rejected,
         duplicates,
         error: marker.error,
@@ -664,7 +684,10 @@ export class Poller {
   private readonly codecs = new Map<string, Promise<TopicCodec<EventKind>>>();
 
   private codec(kind: Kind | 'MARKER'): Promise<TopicCodec<EventKind>> {
-    const eventKind: EventKind = kind === 'MARKER' ? 'pollCycle' : eventOf(kind);
+    return this.eventCodec(kind === 'MARKER' ? 'pollCycle' : eventOf(kind));
+  }
+
+  private eventCodec(eventKind: EventKind): Promise<TopicCodec<EventKind>> {
     const topic = `${topicFor(eventKind).name}${this.options.topicSuffix}`;
     let c = this.codecs.get(topic);
     if (!c) {
