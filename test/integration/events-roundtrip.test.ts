@@ -38,8 +38,10 @@ describe('events through Kafka and the schema registry', () => {
     try {
       const got = await received;
       expect(got.key).toBe(eventKey(kind, sample));
-      // Avro records decode as class instances; compare as plain data.
-      expect(JSON.parse(JSON.stringify(got.value))).toEqual(sample);
+      // Avro records decode as class instances; compare as plain data. history.v1 is read with the
+      // shape of its withdrawn version 2 (schemas.ts WITHDRAWN), whose `hours` a point written now lacks.
+      const want = kind === 'historyPoint' ? { ...sample, hours: null } : sample;
+      expect(JSON.parse(JSON.stringify(got.value))).toEqual(want);
     } finally {
       await consumer.stop();
     }

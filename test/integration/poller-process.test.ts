@@ -83,10 +83,15 @@ describe('poller process', () => {
     const sim = await startSimulator(stack, 150, Date.UTC(2026, 10, 20, 12), {}, { dailyHistory: true });
     const suffix = await projectTopics(stack);
     const BACKFILL_DAYS = 4;
+    /** Of those, the days whose hours are imported too (history-hours.v1): a HISTORY cycle each. */
+    const HOURLY_DAYS = 2;
+    const HISTORY_CYCLES = BACKFILL_DAYS + HOURLY_DAYS;
     const start = (market: 'hist-a' | 'cn-a') =>
       spawnPoller(sim, market, suffix, {
         CATALOGUE_GATE_MS: '0',
         HISTORY_BACKFILL_DAYS: String(BACKFILL_DAYS),
+        HOURLY_BACKFILL_DAYS: String(HOURLY_DAYS),
+        HOURLY_PACE_MS: '0',
         POLL_SALES_MS: '600000',
         // A listing marketplace's daily closes from its upstream's history endpoint (the warm demo).
         ...(market === 'cn-a' ? { DAILY_HISTORY: 'history' } : {}),
@@ -103,22 +108,24 @@ describe('poller process', () => {
     const admin = stack.kafka.admin();
     await admin.connect();
     stack.defer(() => admin.disconnect());
-    const records = async (event: 'historyPoint' | 'sale') =>
+    const records = async (event: 'historyPoint' | 'historyHours' | 'sale') =>
       (await admin.fetchTopicOffsets(`${topicFor(event).name}${suffix}`)).reduce((n, p) => n + Number(p.high), 0);
 
     const first = [start('hist-a'), start('cn-a')];
     const warm = await markersUntil(
       (m) =>
-        count(m, 'hist-a', 'HISTORY') >= BACKFILL_DAYS &&
-        count(m, 'cn-a', 'HISTORY') >= BACKFILL_DAYS &&
+        count(m, 'hist-a', 'HISTORY') >= HISTORY_CYCLES &&
+        count(m, 'cn-a', 'HISTORY') >= HISTORY_CYCLES &&
         count(m, 'cn-a', 'SALES') >= 1,
     );
-    expect(count(warm, 'hist-a', 'HISTORY'), first.map((p) => p.output()).join('\n')).toBe(BACKFILL_DAYS);
-    expect(count(warm, 'cn-a', 'HISTORY')).toBe(BACKFILL_DAYS);
+    expect(count(warm, 'hist-a', 'HISTORY'), first.map((p) => p.output()).join('\n')).toBe(HISTORY_CYCLES);
+    expect(count(warm, 'cn-a', 'HISTORY')).toBe(HISTORY_CYCLES);
     await stopAll(first);
     const history = await records('historyPoint');
+    const hours = await records('historyHours');
     const sales = await records('sale');
     expect(history).toBeGreaterThan(100);
+    expect(hours).toBeGreaterThan(100);
     expect(sales).toBeGreaterThan(0);
 
     const again = [start('hist-a'), start('cn-a')];
@@ -129,10 +136,11 @@ describe('poller process', () => {
     await new Promise((r) => setTimeout(r, 2_000));
     await stopAll(again);
     expect(await records('historyPoint')).toBe(history);
+    expect(await records('historyHours')).toBe(hours);
     expect(await records('sale')).toBe(sales);
     const markers = await readTopic(stack, markersTopic, 'pollCycle', () => false, 5_000);
-    expect(count(markers, 'hist-a', 'HISTORY')).toBe(BACKFILL_DAYS);
-    expect(count(markers, 'cn-a', 'HISTORY')).toBe(BACKFILL_DAYS);
+    expect(count(markers, 'hist-a', 'HISTORY')).toBe(HISTORY_CYCLES);
+    expect(count(markers, 'cn-a', 'HISTORY')).toBe(HISTORY_CYCLES);
     // What each resumed from: one record per [market, kind] that moved.
     const kept = await readTopic(
       stack,

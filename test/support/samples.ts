@@ -50,6 +50,7 @@ export const SAMPLES: { [K in EventKind]: EventMap[K] } = {
     phase_labels: { zh: '无' },
     observed_at: at,
     cycle_id: 'cn-c:FLOAT_RANGED:0001',
+    removed: false,
   },
   floatBuyorder: {
     market: 'cn-a',
@@ -64,6 +65,7 @@ export const SAMPLES: { [K in EventKind]: EventMap[K] } = {
     condition: '100% fade',
     observed_at: at,
     cycle_id: 'cn-a:FLOAT_BUYORDERS:0001',
+    removed: false,
   },
   sale: {
     market: 'usd-1',
@@ -95,6 +97,7 @@ export const SAMPLES: { [K in EventKind]: EventMap[K] } = {
     bids: [{ price: '2.40', count: 1500 }],
     observed_at: at,
     cycle_id: 'store:ORDER_BOOK:0001',
+    removed: false,
   },
   historyPoint: {
     market: 'hist-a',
