@@ -9,6 +9,8 @@
  *   node --import tsx bench/topics.ts [--size 35000] [--seconds 60] [--out bench/results/topics.json]
  *
  * `--seconds` is the simulated window in minutes (one FULL period of the 5-minute kinds: 60).
+ * Then `make replay` rebuilds a read model from those topics, against a raw COPY of their listing
+ * events (`replay_vs_copy`, support/replay-mix.ts).
  * The topics the materializer derives (price changes, current prices) are bounded by their
  * retention and compaction, and not produced here. Needs `make up`, and a broker whose log
  * directories are on this machine (KAFKA_DATA, infra/local/kafka.sh).
@@ -30,6 +32,7 @@ import { Poller, PollerMetrics } from '@skinprices/poller';
 import { createLogger } from '@skinprices/runtime';
 import { Extras, FaultBoard, generateCatalogue, MarketModel, SimClock, Simulator } from '@skinprices/simulator';
 import { benchArgs, round, writeResult } from './support/harness.js';
+import { replayMix } from './support/replay-mix.js';
 
 const MIN = 60_000;
 const FULL_EVERY = 12;
@@ -38,6 +41,7 @@ const args = benchArgs('topics', { seconds: 60 });
 const windowMin = args.seconds;
 const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 const registryUrl = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
+const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skinprices';
 const logDirs = (process.env.KAFKA_LOG_DIRS ?? join('.local', 'kafka', 'data')).split(',');
 
 /** Every `<topic>-<partition>` directory of `topics` under the broker's log dirs, at any depth below them. */
@@ -242,6 +246,8 @@ try {
     };
   });
   const forever = topics.filter((t) => t.kept_forever).reduce((a, t) => a + t.gb_per_day_35k, 0);
+  console.log('  replaying the window');
+  const mix = await replayMix({ kafka, serde, logger, databaseUrl, topicSuffix: suffix });
   const result = {
     measured_at: new Date().toISOString(),
     size: args.size,
@@ -254,6 +260,7 @@ try {
       2,
     ),
     topics,
+    ...mix,
     by_market_kind_gb_per_day_35k: Object.fromEntries(
       Object.entries(perKind)
         .sort((a, b) => b[1] - a[1])
