@@ -238,9 +238,13 @@ async function applyComplete(client: PoolClient, m: PollCycleRow, options: Marke
     await rollStatsForward(client, m.market, m.finished_at);
     return;
   }
-  if (m.removals_sent || !isDataKind(m.kind) || !cycleRemovesUnseen(m.kind, m.mode === 'FULL' ? 'FULL' : 'DELTA'))
-    return;
-  const { table, cleared }: DataKindInfo = DATA_KINDS[m.kind];
+  if (!isDataKind(m.kind) || !cycleRemovesUnseen(m.kind, m.mode === 'FULL' ? 'FULL' : 'DELTA')) return;
+  const { table, cleared, deletes }: DataKindInfo = DATA_KINDS[m.kind];
+  // A cycle that sent its removals as records has nothing left to remove, but for the kinds whose
+  // rows are deleted: their topics keep 7 days, and a consumer that was away longer (or restored
+  // from an older backup) missed removal records for good. Their FULL cycle wrote every row it saw
+  // (repeats too), so deleting the rest is exact, and such a consumer is whole again within a day.
+  if (m.removals_sent && !deletes) return;
   const touched = (r: { rowCount: number | null }) => {
     if ((r.rowCount ?? 0) > 0) options.touched?.add(readTag(m.kind as DataKind, m.market));
   };

@@ -43,7 +43,7 @@ import { Deriver, type DeriveReport } from './deriver.js';
 import { otherKindsGroup } from './groups.js';
 import { Heartbeat } from './heartbeat.js';
 import type { MaterializerMetrics } from './metrics.js';
-import { clusterIdOf, isOffsetsMismatch, seedKafkaGroup, verifyStoredOffsets } from './offsets.js';
+import { advanceToLogStart, clusterIdOf, isOffsetsMismatch, seedKafkaGroup, verifyStoredOffsets } from './offsets.js';
 import { ListingsFirst, recordsLeft, type PriorityOptions } from './priority.js';
 import { ServedListings } from './served.js';
 
@@ -515,6 +515,16 @@ export class Materializer {
       logger.info(
         { adopted, checked, cluster: this.clusterId },
         'stored offsets without a cluster id (from before migration 0004) adopted by this cluster',
+      );
+    const moved = await advanceToLogStart(pool, this.admin, {
+      groupId: this.options.groupId,
+      clusterId: this.clusterId,
+      scope,
+    });
+    for (const m of moved)
+      logger.warn(
+        { topic: m.topic, partition: m.partition, skipped: m.skipped.toString() },
+        'records below the log start expired before they were read (retention); a FULL cycle restores the state',
       );
   }
 

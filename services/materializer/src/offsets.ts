@@ -207,6 +207,44 @@ export async function verifyStoredOffsets(
 }
 
 /**
+ * Moves the group's stored offsets of `scope` (topic → partitions) up to their logs' start where
+ * retention has deleted records below them unread (the 7-day state topics, for a materializer
+ * that was away longer, or a replay of them), and stores the start for a partition with no row
+ * whose log no longer begins at 0. Nothing below a log's start can be read, so the position is
+ * where consuming resumes anyway; stored, it makes the markers whose end offsets lie below it
+ * ready (applyReadyMarkers), and a partition whose records have all expired caught up. Returns
+ * the partitions moved, with the records they skipped.
+ */
+export async function advanceToLogStart(
+  pool: Pool,
+  admin: Admin,
+  options: { groupId: string; clusterId: string; scope: Readonly<Record<string, readonly number[]>> },
+): Promise<{ topic: string; partition: number; skipped: bigint }[]> {
+  const moved: { topic: string; partition: number; skipped: bigint }[] = [];
+  for (const [topic, partitions] of Object.entries(options.scope)) {
+    if (partitions.length === 0) continue;
+    const starts = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.low)]));
+    const stored = new Map(
+      (await storedOffsets(pool, options.groupId, { [topic]: partitions })).map((r) => [r.partition, r.nextOffset]),
+    );
+    for (const partition of partitions) {
+      const start = starts.get(partition) ?? 0n;
+      const at = stored.get(partition) ?? 0n;
+      if (start <= at) continue;
+      const { rowCount } = await pool.query(
+        `INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, cluster_id, bound_at)
+         VALUES ($1, $2, $3, $4, $5, now())
+         ON CONFLICT (group_id, topic, partition) DO UPDATE SET next_offset = excluded.next_offset
+         WHERE consumer_offsets.next_offset < excluded.next_offset`,
+        [options.groupId, topic, partition, start.toString(), options.clusterId],
+      );
+      if ((rowCount ?? 0) > 0) moved.push({ topic, partition, skipped: start - at });
+    }
+  }
+  return moved;
+}
+
+/**
  * A Kafka group that has committed nothing for `topics` (new: the other kinds' lane's on the first
  * start after the lanes came, or one Kafka expired) is given PostgreSQL's stored offsets as its
  * starting point, so its consumer starts where the read model is instead of at the start of every

@@ -70,16 +70,19 @@ export async function replay(
     const kafkaAdmin = deps.kafka.admin();
     await kafkaAdmin.connect();
     const stopAt = new Map<string, bigint>();
+    /** Records there are to replay: what retention left of each partition. */
+    let total = 0n;
     try {
       for (const kind of MATERIALIZED_KINDS) {
         const topic = `${topicFor(kind).name}${options.topicSuffix}`;
-        for (const p of await kafkaAdmin.fetchTopicOffsets(topic))
+        for (const p of await kafkaAdmin.fetchTopicOffsets(topic)) {
           stopAt.set(`${topic}:${p.partition}`, BigInt(p.high));
+          total += BigInt(p.high) - BigInt(p.low);
+        }
       }
     } finally {
       await kafkaAdmin.disconnect();
     }
-    const total = [...stopAt.values()].reduce((a, b) => a + b, 0n);
     logger.info({ target, partitions: stopAt.size, events: total.toString() }, 'replaying up to the current ends');
 
     onState('rebuilding');
