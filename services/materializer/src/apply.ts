@@ -223,9 +223,13 @@ async function applyRecords(
       client,
       records.map((m) => m.value as PollCycleEvent),
     );
-  else if (kind === 'historyHours')
+  else if (kind === 'historyHours') {
     await writeImportedHours(client, records as DecodedMessage<'historyHours'>[], listingOptions.hourlyRetentionDays);
-  else {
+    // A day without a close gets its daily candle from its hours, which the day's liquidity reads.
+    // The HISTORY marker vouches for history.v1 only and may be applied before these, so they
+    // queue the recomputation a history cycle queues themselves (markers.ts queueDerived).
+    await client.query('INSERT INTO derive_pending (cap_from, cap_to, restated) VALUES (NULL, NULL, true)');
+  } else {
     // Points written with history.v1's withdrawn version 2 may carry their day's hours.
     if (kind === 'historyPoint')
       await writeImportedHours(client, records as DecodedMessage<'historyPoint'>[], listingOptions.hourlyRetentionDays);
