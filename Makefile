@@ -63,7 +63,7 @@ bench-tools: ## nginx, wrk, curl and Chromium from Debian's packages (the benchm
 	@command -v nginx >/dev/null && command -v wrk >/dev/null && command -v curl >/dev/null && command -v chromium >/dev/null || \
 	  { apt-get install -y -q nginx-light wrk curl chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q nginx-light wrk curl chromium >/dev/null; }; }
 
-bench: up bench-tools ## every benchmark at full size, 3 runs each: bench/results.md and bench/results.json (about 35 min)
+bench: up bench-tools ## every benchmark at full size, 3 runs each: bench/results.md and bench/results.json (about 45 min)
 	node --import tsx bench/run.ts
 
 chaos: up ## bounded fault run (~20 min): broker kill on a three-node cluster, materializer kills, upstream faults, hostile requests, the limiter, poisoned records: reliability/results.md and results.json; CHAOS_SEED=n repeats a run

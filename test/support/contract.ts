@@ -1,5 +1,5 @@
 /**
- * Checks of the spec's row fields whose content is ours to define (README, "Row fields whose
+ * Checks of the spec's row fields whose content is ours to define (docs/api.md, "Row fields whose
  * content the spec leaves to us"), shared by the suites that read rows from the API.
  */
 import { getMarket } from '@skinprices/domain';

@@ -1,6 +1,6 @@
 /*
  * The derive path: applies stored poll-cycle markers once their data is in (markers.ts) — what a
- * COMPLETE cycle implies (vanished → NULL, snapshot rows deleted), freshness, statistics rolled
+ * COMPLETE cycle implies (vanished → NULL, or deleted for the kinds whose rows go), freshness, statistics rolled
  * into the new day, the outlier guard's second look, liquidity, the market cap — in transactions
  * of its own, apart from the ingest path's batch transactions (apply.ts).
  *

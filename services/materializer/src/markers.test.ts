@@ -56,7 +56,7 @@ describe('vouchedOutcome', () => {
 });
 
 describe('completeRemoves', () => {
-  it('FULL listings and buy orders, and every snapshot kind', () => {
+  it('FULL cycles of every delta kind', () => {
     expect(completeRemoves({ kind: 'LISTINGS', mode: 'FULL' })).toBe(true);
     expect(completeRemoves({ kind: 'LISTINGS', mode: 'DELTA' })).toBe(false);
     expect(completeRemoves({ kind: 'BUYORDERS', mode: 'FULL' })).toBe(true);

@@ -3,8 +3,9 @@
  * topic past the cycle's end offsets (topics are not ordered with each other, so a marker can
  * arrive before the cycle's last records). Applying a marker:
  * - updates the marketplace's freshness (every outcome);
- * - only for a COMPLETE cycle: a FULL listings / buy-order cycle nulls what it did not see (price
- *   NULL, count 0: never zero, never stale forever); a snapshot kind deletes what it did not see;
+ * - only for a COMPLETE cycle: a FULL listings / buy-order cycle without `removals_sent` nulls what
+ *   it did not see (price NULL, count 0: never zero, never stale forever); a FULL float-bucket,
+ *   float-order or book cycle deletes what it did not see;
  *   a PARTIAL or FAILED cycle never touches a price;
  * - moves the read model's clock and recomputes what depends on it: statistics roll into the new
  *   day, liquidity, the market-cap points of the cycle's hours (and, after the commit, partition

@@ -8,7 +8,7 @@
  * So every row is bound to the cluster id it counts records of, and the materializer checks its
  * rows against the cluster before it consumes, on every partition assignment, and inside every
  * batch's transaction. A mismatch stops the materializer with `offsets_mismatch` (not retryable:
- * waiting does not make another cluster's offsets right); an operator resets (README:
+ * waiting does not make another cluster's offsets right); an operator resets (docs/architecture.md:
  * "Offsets from another cluster"). Rows stored before migration 0004 have no cluster id: they are
  * adopted — bound to the current cluster — at start-up, provided their offsets fit its logs.
  *
@@ -101,7 +101,7 @@ export function describeMismatch(m: OffsetMismatch): string {
 /** How an operator gets out of it; repeated in every message so the log line alone suffices. */
 export const RESET_HINT =
   'rebuild the read model from this cluster with `make replay`, or drop the stored offsets with ' +
-  '`make reset-offsets ARGS=--yes` (materializer stopped; README: "Offsets from another cluster")';
+  '`make reset-offsets ARGS=--yes` (materializer stopped; docs/architecture.md: "Offsets from another cluster")';
 
 /** The typed error that stops the materializer: not retryable, names every bad row. */
 export function offsetsMismatchError(groupId: string, mismatches: readonly OffsetMismatch[]): AppError {

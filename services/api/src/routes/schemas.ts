@@ -34,7 +34,7 @@ const ChangedTs = Type.String({
     'when the price or count last changed, as observed upstream (YYYY-MM-DDTHH:mm:ss.sssZ); an unchanged row keeps it: the answer header listings-confirmed-at says when the whole list was last confirmed',
 });
 /**
- * The liquidity score (README "Derived values"): a daily figure, so a list's rows do not move with
+ * The liquidity score (docs/architecture.md "Derived values"): a daily figure, so a list's rows do not move with
  * every bid the marketplaces re-draw.
  */
 const Liquidity = Type.Unsafe<string | null>({
