@@ -17,7 +17,7 @@
  */
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { DATA_KINDS, DAY_MS, MARKETS, type Market } from '@skinprices/domain';
+import { DATA_KINDS, DAY_MS, kindOfCapability, MARKETS, type Market } from '@skinprices/domain';
 import {
   createKafka,
   deleteTopics,
@@ -133,7 +133,7 @@ try {
     });
     const intervals: Partial<Record<Kind, number>> = {};
     for (const c of market.capabilities) {
-      const kind = (Object.keys(DATA_KINDS) as Kind[]).find((k) => DATA_KINDS[k].capability === c) as Kind;
+      const kind = kindOfCapability(c);
       const ms = market.refresh[DATA_KINDS[kind].refresh];
       if (ms !== undefined) intervals[kind] = ms;
     }

@@ -56,11 +56,11 @@ async function configuredReplicationFactor(admin: Admin, nodeId: number): Promis
  * Sets each existing topic's configs to its definition where they differ (a retention changed in
  * topics.json reaches topics created before). Kafka's AlterConfigs (the request kafkajs sends)
  * replaces a topic's whole set of overrides, so the overrides the definition does not name are
- * sent along unchanged. Returns the topics altered.
+ * sent along unchanged.
  */
-async function alignConfigs(admin: Admin, topics: readonly TopicDefinition[]): Promise<string[]> {
+async function alignConfigs(admin: Admin, topics: readonly TopicDefinition[]): Promise<void> {
   const withConfig = topics.filter((t) => Object.keys(t.config).length > 0);
-  if (withConfig.length === 0) return [];
+  if (withConfig.length === 0) return;
   const { resources } = await admin.describeConfigs({
     includeSynonyms: false,
     resources: withConfig.map((t) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name: t.name })),
@@ -86,7 +86,6 @@ async function alignConfigs(admin: Admin, topics: readonly TopicDefinition[]): P
     });
   }
   if (altered.length > 0) await admin.alterConfigs({ validateOnly: false, resources: altered });
-  return altered.map((a) => a.name);
 }
 
 /**

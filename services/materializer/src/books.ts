@@ -56,20 +56,15 @@ async function upsertLatest<E extends { observed_at: number }>(
 ): Promise<void> {
   if (messages.length === 0) return;
   const toRow = spec.row ?? byColumns<E>(spec.columns);
-  const staged = spec.deletes
-    ? await stage(
-        client,
-        spec.table,
-        [...spec.columns, 'removed'],
-        messages.map((m) => [...toRow(m.value as E), (m.value as { removed?: boolean }).removed === true, m.offset]),
-        'removed boolean NOT NULL',
-      )
-    : await stage(
-        client,
-        spec.table,
-        spec.columns,
-        messages.map((m) => [...toRow(m.value as E), m.offset]),
-      );
+  const removed = (m: { value: unknown }): CopyValue[] =>
+    spec.deletes ? [(m.value as { removed?: boolean }).removed === true] : [];
+  const staged = await stage(
+    client,
+    spec.table,
+    spec.deletes ? [...spec.columns, 'removed'] : spec.columns,
+    messages.map((m) => [...toRow(m.value as E), ...removed(m), m.offset]),
+    spec.deletes ? 'removed boolean NOT NULL' : '',
+  );
   const t = spec.table;
   const key = spec.key.join(', ');
   const rest = spec.columns.filter((c) => !spec.key.includes(c));
