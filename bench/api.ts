@@ -45,6 +45,7 @@ const SCHEMA = 'bench_api';
 const KEYS = 'bench_api_keys';
 const API_PORT = 18_480;
 const NGINX_PORT = 18_481;
+const METRICS_PORT = 18_489;
 const AT = Date.UTC(2026, 10, 20, 12);
 
 // ---- seed the read model ----------------------------------------------------------------------
@@ -90,7 +91,13 @@ process.on('exit', build.remove);
 const [apiBundle] = (await buildServices(['services/api/src/main.ts'], build.dir)).values();
 const api = startService(
   apiBundle as string,
-  { API_PORT: String(API_PORT), DATABASE_SCHEMA: SCHEMA, KEYS_SCHEMA: KEYS, LOG_LEVEL: 'warn' },
+  {
+    API_PORT: String(API_PORT),
+    METRICS_PORT: String(METRICS_PORT),
+    DATABASE_SCHEMA: SCHEMA,
+    KEYS_SCHEMA: KEYS,
+    LOG_LEVEL: 'warn',
+  },
   args.profileDir,
 );
 const base = `http://127.0.0.1:${API_PORT}`;
@@ -220,7 +227,16 @@ for (const path of [
 ])
   await getRaw(`${base}${path}`);
 const rss = rssMb(api.pid as number);
-console.log(`api RSS with full caches: ${rss} MB`);
+// Where the resident memory is: V8's heap (used and reserved) and the bytes outside it (Buffers).
+const scraped = await (await fetch(`http://127.0.0.1:${METRICS_PORT}/metrics`)).text();
+const gauge = (name: string) =>
+  Math.round(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(scraped)?.[1] ?? Number.NaN) / 2 ** 20);
+const memory = {
+  heap_used_mb: gauge('nodejs_heap_size_used_bytes'),
+  heap_total_mb: gauge('nodejs_heap_size_total_bytes'),
+  external_mb: gauge('nodejs_external_memory_bytes'),
+};
+console.log(`api RSS with full caches: ${rss} MB`, memory);
 
 const med = (pick: (r: Run) => number) => median(runs.map(pick));
 await writeResult(args.out, {
@@ -252,6 +268,7 @@ await writeResult(args.out, {
   search_p99_vs_nginx: round(med((r) => r.search.p99_ms / r.nginx_search.p99_ms)),
   history_p99_vs_nginx: round(med((r) => r.history.p99_ms / r.nginx_history.p99_ms)),
   api_rss_mb: rss,
+  api_memory: memory,
 });
 
 await stopProcess(nginxSendfile);

@@ -6,15 +6,15 @@
  * the OpenAPI document (@fastify/swagger). This module wires those; the endpoints are in routes/.
  */
 import swagger from '@fastify/swagger';
-import { readTag } from '@skinprices/domain';
+import { readTag, type MarketSlug } from '@skinprices/domain';
 import type { Logger } from '@skinprices/runtime';
 import { isPoolBusy } from '@skinprices/store';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { authHook } from './auth.js';
-import { AnswerCache, BodyCache, VersionedCache, type DerivedVersion } from './bodies.js';
+import { AnswerCache, BodyCache, type DerivedVersion } from './bodies.js';
+import { CatalogueCache } from './catalogue-cache.js';
 import { ListBodyCache, SharedFieldReads } from './list-body.js';
 import { Slots } from './slots.js';
-import type { CatalogueShard } from './catalogue.js';
 import { ChangeWaker } from './changes/waker.js';
 import {
   answerExpectations,
@@ -308,9 +308,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   deps.watch?.(() => lists.changed());
   app.addHook('onClose', async () => lists.stop());
   const answers = new AnswerCache(() => deps.version(), undefined, deps.derived);
-  const catalogues = new VersionedCache<CatalogueShard>(
-    (name) => deps.version((name === '*' ? CATALOGUE_SLUGS : [name]).map(listingTag)),
-    1_000,
+  const catalogues = new CatalogueCache(
+    CATALOGUE_SLUGS,
+    (markets) => deps.version(markets.map(listingTag)),
+    (market) => wholeReads.run(() => deps.read.catalogue(market as MarketSlug)),
     deps.derived,
   );
   metrics.watchCaches({ bodies, lists, answers, catalogues });

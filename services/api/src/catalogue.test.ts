@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CatalogueShard, combine, itemsJson } from './catalogue.js';
+import { Catalogue, CatalogueShard, itemsJson } from './catalogue.js';
 
 /** The reference: the same answer built as objects and serialised by JSON.stringify. */
 function reference(shards: { market: string; entries: [string, unknown][] }[], only?: string[]) {
@@ -14,27 +14,60 @@ function reference(shards: { market: string; entries: [string, unknown][] }[], o
   return Object.fromEntries([...items].map(([k, v]) => [k, Object.fromEntries(v)]));
 }
 
-describe('CatalogueShard, combine and itemsJson', () => {
+/** A catalogue of `shards` in order, each spliced in as it would be when its marketplace changed. */
+function catalogueOf(markets: string[], shards: { market: string; entries: [string, unknown][] }[]): Catalogue {
+  let c = Catalogue.empty(markets);
+  for (const s of shards)
+    c = c.with(s.market, CatalogueShard.from(s.entries.map(([k, v]) => [k, JSON.stringify(v)] as const)));
+  return c;
+}
+
+describe('Catalogue, CatalogueShard and itemsJson', () => {
+  const name = fc.string({ minLength: 1, maxLength: 12, unit: 'binary' });
+  const entry = fc.record({ price: fc.constantFrom('0.01', '12.50', '★ 9999.99'), count: fc.nat() });
+  const perMarket = fc.array(fc.array(fc.tuple(name, entry), { maxLength: 8 }), { minLength: 1, maxLength: 4 });
+
   it('equals the object-built answer for any names (unicode, quotes), overlaps and selections', () => {
-    const name = fc.string({ minLength: 1, maxLength: 12, unit: 'binary' });
-    const entry = fc.record({ price: fc.constantFrom('0.01', '12.50', '★ 9999.99'), count: fc.nat() });
     fc.assert(
       fc.property(
-        fc.array(fc.array(fc.tuple(name, entry), { maxLength: 8 }), { minLength: 1, maxLength: 4 }),
+        perMarket,
         fc.option(fc.array(name, { maxLength: 6 }), { nil: undefined }),
-        (perMarket, onlyRaw) => {
-          const shards = perMarket.map((entries, i) => ({ market: `m-${i}`, entries }));
-          const built = shards.map((s) => ({
-            market: s.market,
-            shard: CatalogueShard.from(s.entries.map(([k, v]) => [k, JSON.stringify(v)] as const)),
-          }));
+        fc.array(fc.nat(3), { maxLength: 4 }),
+        (perMarketEntries, onlyRaw, pickRaw) => {
+          const shards = perMarketEntries.map((entries, i) => ({ market: `m-${i}`, entries }));
+          const markets = shards.map((s) => s.market);
+          const catalogue = catalogueOf(markets, shards);
           const only = onlyRaw ? [...new Set(onlyRaw)] : undefined;
-          const want = reference(shards, only);
-          // Combined for every key and then picked, or combined for the selection only.
-          expect(JSON.parse(itemsJson(combine(built), only).toString('utf8'))).toEqual(want);
-          expect(JSON.parse(itemsJson(combine(built, only)).toString('utf8'))).toEqual(want);
+          expect(JSON.parse(itemsJson(catalogue, only).toString('utf8'))).toEqual(reference(shards, only));
+          // A selection of marketplaces, in the order asked.
+          const pick = [...new Set(pickRaw.filter((m) => m < markets.length))];
+          const picked = pick.map((m) => shards[m] as (typeof shards)[number]);
+          const text = itemsJson(catalogue, only, undefined, undefined, pick).toString('utf8');
+          expect(JSON.parse(text)).toEqual(reference(picked, only));
+          for (const member of Object.values(JSON.parse(text) as Record<string, object>))
+            expect(Object.keys(member)).toEqual(pick.map((m) => markets[m]).filter((m) => m! in member));
         },
       ),
+    );
+  });
+
+  it('splices one marketplace in: the same bytes as a catalogue built from scratch', () => {
+    fc.assert(
+      fc.property(perMarket, perMarket, fc.nat(3), (before, after, which) => {
+        const markets = before.map((_, i) => `m-${i}`);
+        const m = which % markets.length;
+        const old = before.map((entries, i) => ({ market: `m-${i}`, entries }));
+        const now = old.map((s, i) => (i === m ? { market: s.market, entries: after[0] ?? [] } : s));
+        const spliced = catalogueOf(markets, old).with(
+          `m-${m}`,
+          CatalogueShard.from((after[0] ?? []).map(([k, v]) => [k, JSON.stringify(v)] as const)),
+        );
+        const scratch = catalogueOf(markets, now);
+        expect(itemsJson(spliced).equals(itemsJson(scratch))).toBe(true);
+        expect(JSON.parse(itemsJson(spliced).toString('utf8'))).toEqual(reference(now));
+        // An item no marketplace lists any more is gone, not an empty member.
+        expect(spliced.size).toBe(Object.keys(reference(now)).length);
+      }),
     );
   });
 

@@ -1,6 +1,6 @@
 /** Prometheus metrics of one API process (a registry per instance: tests build several apps). */
 import { serveMetrics, type MetricsServer } from '@skinprices/runtime';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** A cache's own counters; patched list bodies also count how they were refreshed. */
 interface CacheStats {
@@ -55,6 +55,9 @@ export class ApiMetrics {
   private caches: Record<string, { stats: CacheStats }> = {};
 
   constructor() {
+    // Resident memory, heap and external bytes, event-loop lag, GC: what the memory budget and an
+    // operator's alerts are read from.
+    collectDefaultMetrics({ register: this.registry });
     const caches = () => this.caches;
     new Gauge({
       name: 'api_cache_lookups',

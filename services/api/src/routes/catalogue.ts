@@ -1,12 +1,12 @@
 /**
  * The combined catalogue (spec 4.3 GET, 4.4 POST: items keyed by name, then marketplace) and the
- * cross-marketplace search of one item (4.5). The catalogue is assembled from per-marketplace
- * shards cached per read-model version; every marketplace (the default) is one combined shard.
+ * cross-marketplace search of one item (4.5), answered from the combined catalogue of the current
+ * read-model version (catalogue.ts).
  */
 import type { MarketSlug } from '@skinprices/domain';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { combine, itemsJson, type CatalogueShard } from '../catalogue.js';
+import { itemsJson } from '../catalogue.js';
 import { parseMarkets } from '../params.js';
 import { marketsQuery, nameQuery, type RouteContext } from './context.js';
 import { CATALOGUE_MARKETS, CATALOGUE_SLUGS, LISTING_MARKETS, slugs } from './exposure.js';
@@ -49,26 +49,11 @@ const SEARCH = {
 };
 
 export function registerCatalogueRoutes(app: FastifyInstance, ctx: RouteContext): void {
-  // One marketplace at a time, not all at once: a shard is built from its 33k rows as JS objects
-  // (tens of MB of heap until it is bytes), and twelve such builds in parallel grew a heap that
-  // V8 kept afterwards (measured at full size: RSS 559 MB after the first catalogue request,
-  // 461 MB one at a time; design.md's budget is 512). The builds are CPU-bound on this one
-  // thread, so parallel gained no time (3.7 s either way).
-  const shardsOf = async (markets: readonly MarketSlug[]) => {
-    const shards: { market: MarketSlug; shard: CatalogueShard }[] = [];
-    for (const market of markets)
-      // Fresh: these shards are built into bodies stored under the current version.
-      shards.push({
-        market,
-        shard: await ctx.catalogues.fresh(market, () => ctx.wholeReads.run(() => ctx.read.catalogue(market))),
-      });
-    return shards;
-  };
   const everyMarket = CATALOGUE_SLUGS.join(',');
 
   /**
-   * The answer of 4.3/4.4 up to its envelope's tail (`tail`, when given): `{"items":…`. Every
-   * marketplace (the default) is served from one combined shard.
+   * The answer of 4.3/4.4 up to its envelope's tail (`tail`, when given): `{"items":…`. A
+   * selection of marketplaces is never outdated (`fresh`), as when each was held on its own.
    */
   async function answerOf(
     markets: readonly MarketSlug[],
@@ -76,12 +61,10 @@ export function registerCatalogueRoutes(app: FastifyInstance, ctx: RouteContext)
     fresh = false,
     tail?: Buffer,
   ): Promise<Buffer> {
-    if (markets.join(',') === everyMarket) {
-      const build = async () => combine(await shardsOf(markets));
-      const combined = await (fresh ? ctx.catalogues.fresh('*', build) : ctx.catalogues.get('*', build));
-      return itemsJson(combined, only, ITEMS_OPEN, tail);
-    }
-    return itemsJson(combine(await shardsOf(markets), only), undefined, ITEMS_OPEN, tail);
+    const every = markets.join(',') === everyMarket;
+    const catalogue = await ctx.catalogues.get(fresh || !every);
+    const at = every ? undefined : markets.map((m) => CATALOGUE_SLUGS.indexOf(m));
+    return itemsJson(catalogue, only, ITEMS_OPEN, tail, at);
   }
 
   app.get<{ Querystring: MarketsQuery }>(

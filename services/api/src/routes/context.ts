@@ -4,8 +4,8 @@
  */
 import type { Market, MarketSlug } from '@skinprices/domain';
 import { Type, type TSchema } from 'typebox';
-import type { AnswerCache, BodyCache, VersionedCache } from '../bodies.js';
-import type { CatalogueShard } from '../catalogue.js';
+import type { AnswerCache, BodyCache } from '../bodies.js';
+import type { CatalogueCache } from '../catalogue-cache.js';
 import type { ListBodyCache, SharedFieldReads } from '../list-body.js';
 import type { ReadModel } from '../readmodel.js';
 import type { Slots } from '../slots.js';
@@ -19,11 +19,11 @@ export interface RouteContext {
   lists: ListBodyCache;
   /** Small answers (search, history) per request and read-model version. */
   answers: AnswerCache;
-  /** Per marketplace and for all of them combined ('*'), the catalogue of the current version. */
-  catalogues: VersionedCache<CatalogueShard>;
+  /** Every marketplace's catalogue combined, of the current version. */
+  catalogues: CatalogueCache;
   /**
    * Whole-marketplace reads at once (slots.ts), shared with the list bodies' builds. Never around
-   * something that takes a slot itself (a combined catalogue is built from shards that do): with
+   * something that takes a slot itself (the catalogue's rebuild reads marketplaces that do): with
    * one slot it would wait for itself.
    */
   wholeReads: Slots;
