@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps up up-cluster down status run build replay reset-offsets keys test test-unit test-integration bench bench-tools chaos lint typecheck format clean
+.PHONY: help deps up up-cluster down status run build replay reset-offsets keys test test-unit test-integration bench bench-tools chaos lint config-doc typecheck format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -45,10 +45,15 @@ reset-offsets: up ## show the materializer's stored offsets against the Kafka cl
 typecheck: deps ## tsc over every package, service and test
 	tsc -p tsconfig.json
 
-lint: deps typecheck ## typecheck, eslint (style-model rules), import cycles, prettier --check
+lint: deps typecheck ## typecheck, eslint (style-model rules), import cycles, the docs' config tables and links, prettier --check
 	eslint .
 	tsx infra/lint/import-cycles.ts
+	tsx infra/lint/config-doc.ts
+	tsx infra/lint/links.ts
 	prettier --check .
+
+config-doc: deps ## rewrite docs/operations.md's configuration tables from the services' config schemas
+	tsx infra/lint/config-doc.ts --write
 
 format: deps ## prettier --write
 	prettier --write .

@@ -52,7 +52,7 @@ export const materializerConfigSchema = z
     CONSUME_MAX_BATCH_BYTES: intFromEnv(65_536, 16 * 1024 * 1024)
       .default(1_048_576)
       .describe(
-        'the most one fetch takes of a partition that is behind, so the largest batch applied in one transaction (kafkajs maxBytesPerPartition; every consumed topic); a partition that is not behind is applied as its records come. 4 MiB made a cold start slower (bench/bottlenecks-history.md)',
+        'the most one fetch takes of a partition that is behind, so the largest batch applied in one transaction (kafkajs maxBytesPerPartition; every consumed topic); a partition that is not behind is applied as its records come; larger batches made a cold start slower',
       ),
     SERVED_MAX_ROWS: intFromEnv(0, 100_000_000)
       .default(2_000_000)
@@ -62,7 +62,7 @@ export const materializerConfigSchema = z
     LISTINGS_FIRST_ABOVE: intFromEnv(0, 10_000_000)
       .default(0)
       .describe(
-        'listings first (priority.ts): records behind in a listings partition (or its records waiting > 1 s) that pause the other data topics until the listings catch up, at most 15 s at a time; e.g. 2000. 0 (the default until a benchmark shows it helps): never paused',
+        'listings first (priority.ts): records behind in a listings partition (or its records waiting > 1 s) that pause the other data topics until the listings catch up, at most 15 s at a time; e.g. 2000. 0: never paused (no benchmark has shown pausing to help)',
       ),
     DB_POOL_SIZE: intFromEnv(1, 100)
       .default(11)

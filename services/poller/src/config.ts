@@ -74,7 +74,7 @@ export const pollerConfigSchema = z.object({
     .enum(['backfill', 'all'])
     .default('all')
     .describe(
-      "what waits for the catalogue: 'all' every kind but the listings of every poller; 'backfill' only the history-only marketplace's backfill (a listing marketplace's other kinds then start after its own first LISTINGS cycle). 2026-11-27, full size, same machine: cold start 59.0-59.6 s with 'all' against 81.3-110.2 s, freshness right after it p99 0.89-10.6 s (median 1.10) against 0.73-23.3 s, not all on the same code (bench/bottlenecks-history.md)",
+      "what waits for the catalogue: 'all' every kind but the listings of every poller; 'backfill' only the history-only marketplace's backfill (a listing marketplace's other kinds then start after its own first LISTINGS cycle). 'all' makes the cold catalogue visible sooner: the other kinds' writes wait instead of competing with it",
     ),
   CATALOGUE_MARKETS: z
     .string()

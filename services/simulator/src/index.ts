@@ -6,3 +6,4 @@ export { FaultBoard, FAULT_KINDS, type FaultKind, type FaultSpec } from './fault
 export { MarketModel, formatMinor } from './model.js';
 export { Simulator, type RunningSimulator } from './server.js';
 export { truth, TRUTH_KINDS, type TruthKind } from './truth.js';
+export { simulatorConfigSchema, type SimulatorConfig } from './config.js';
