@@ -10,8 +10,8 @@
  *   starting | running | backoff ──stop──▶ stopping ──exited──▶ exited
  *                                          (backoff ──stop──▶ exited: no process to wait for)
  *
- * The streak has to end somewhere: without that a service that crashed five times on a bad
- * morning paid 30 s for every later crash, however long it had run well in between (issue 13).
+ * The streak has to end somewhere: without that a service that crashed five times in a bad hour
+ * would pay the longest pause for every later crash, however long it had run well in between.
  */
 
 export interface RestartPolicy {

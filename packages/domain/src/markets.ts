@@ -39,7 +39,7 @@ export const UPSTREAM_FORMATS = [
   'usd-catalogue', // page-numbered catalogue, integer cents
   'store', // first-party store: search results plus order books
   'history', // daily closes only
-  // Documented public formats of real marketplaces (issue 16). A marketplace of the registry is
+  // Documented public formats of real marketplaces. A marketplace of the registry is
   // pointed at one by configuration (the poller's UPSTREAM_FORMAT and UPSTREAM_BASE_URL).
   'skinport', // whole catalogue in one Brotli answer, decimal prices, 8 requests per 5 min
   'dmarket', // cursor-paged individual offers, prices as cent strings under price.USD

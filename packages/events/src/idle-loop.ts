@@ -3,11 +3,10 @@
  * `setTimeout(check, throttledUntil - now)` after every check, and with nothing pending and no
  * throttle that delay is negative — Node runs it after 1 ms, which checks again and re-arms
  * again (tulios/kafkajs#1556, #1704; the fix in PR #1667 is not in any release, and 2.2.4 is the
- * last one). Measured here (2026-11-27): an idle poller's main thread woke ~840 times a second
- * (strace: 16,870 epoll_pwait calls in 10 s, each with a 1 ms timeout) and used 4.4% of a core
- * doing nothing — per connection, in every one of the platform's processes. The 14 pollers and
- * the materializer hold ~40 such connections: up to half of this machine's second core, taken
- * from the cold start and from every price change's way to the API.
+ * last one). An idle process's main thread so wakes about every millisecond and spends a few
+ * percent of a core doing nothing — per connection, in every one of the platform's processes. The
+ * 14 pollers and the materializer hold ~40 such connections: up to half of a two-core machine's
+ * second core, taken from the cold start and from every price change's way to the API.
  *
  * The replacement keeps every reason the original schedules a check — a pending request (at
  * least CHECK_PENDING_REQUESTS_INTERVAL, 10 ms, later: the marginal-throttle case of #1532), or a

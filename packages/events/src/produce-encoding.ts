@@ -5,10 +5,10 @@
  * spread followed by properties (V8's slow path in Node 20). The bytes are then copied four
  * more times on their way into the request (record → batch body → batch → partition → request).
  *
- * Measured (2026-11-27, profiles of a full-size cold start): the materializer's outbox relay
- * sends 5,000 changes a transaction to two topics, and the request encoding plus kafkajs's
- * grouping (partition-grouping.ts) took ~20% of its thread, with a large part of its 15% in the
- * garbage collector; every poller spends a like share of its produce path there.
+ * The materializer's outbox relay sends thousands of changes a transaction to two topics, and in
+ * a cold start kafkajs's request encoding and grouping (partition-grouping.ts) take about a fifth
+ * of its thread, much of the rest of it in the garbage collector; every poller spends a like share
+ * of its produce path there.
  *
  * This module writes the same bytes in one pass into one buffer (sizes first, then the
  * records, then the CRC-32C of the batch body). Anything outside the shape producers send —

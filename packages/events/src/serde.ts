@@ -20,11 +20,12 @@ export type Compatibility =
 /**
  * The rule every subject gets: FULL_TRANSITIVE. A new version must be readable by consumers on
  * every earlier version, and read every earlier version's records, so neither a subscriber that
- * has not upgraded nor a replay of old records ever breaks. BACKWARD alone only protected new
- * readers of old data: history.v1's version 2 made `price` nullable, and a consumer on version 1
- * failed on 587,260 of 3,093,956 records (issue 43). That version is withdrawn (schemas.ts
- * WITHDRAWN): its subject's writers use version 1 again, which the registry returns as the
- * registered version it is, without a check against version 2.
+ * has not upgraded nor a replay of old records ever breaks. BACKWARD alone only protects new
+ * readers of old data: a version that makes a field nullable passes it, and a consumer still on
+ * the version before fails on every record with the null
+ * (docs/decisions/0004-state-topics-and-history-hours.md). history.v1's version 2 is such a
+ * version and is withdrawn (schemas.ts WITHDRAWN): its subject's writers use version 1 again,
+ * which the registry returns as the registered version it is, without a check against version 2.
  */
 export function compatibilityOf(_kind: EventKind): Compatibility {
   return 'FULL_TRANSITIVE';

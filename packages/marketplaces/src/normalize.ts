@@ -131,8 +131,8 @@ export interface Identity {
 /**
  * A listing row from its identity and the rest (`phase` and `exterior` where the upstream says
  * them better than the name). Written out field by field, never as `{ ...id, price, … }`: V8 in
- * Node 20 builds a spread followed by more properties on a slow path, 2.6 µs against 0.04 µs for
- * the literal (bench/bottlenecks-history.md, 2026-11-27), and the pollers build a row per upstream item.
+ * Node 20 builds a spread followed by more properties on a slow path, tens of times slower than
+ * the literal, and the pollers build a row per upstream item.
  */
 export function listingRow(
   id: Identity,

@@ -164,9 +164,8 @@ function asApiError(err: unknown, req: FastifyRequest): ApiError {
   )
     return new ApiError(503, 'not_available', 'the database is unavailable; try again shortly', { 'retry-after': '5' });
   // Every read connection stayed busy for the pool's whole wait (DB_ACQUIRE_TIMEOUT_MS): an
-  // overload that passes, not a defect. Found 2026-11-27 as `GET /v1/status: 500` in the
-  // platform benchmark's cold start, while the first builds of the lists held every connection
-  // for 20-27 s each on a saturated machine.
+  // overload that passes, not a defect, as in a cold start on a saturated machine, when the
+  // lists' first builds hold every connection for seconds each.
   if (isPoolBusy(err))
     return new ApiError(503, 'not_available', 'the service is busy; try again shortly', { 'retry-after': '1' });
   return new ApiError(500, 'internal', 'internal error; try again shortly');
@@ -196,7 +195,7 @@ function createServer(): { app: FastifyInstance; allowFor: (path: string) => str
 
 /** What runs before every handler: the Host rule, latency metrics, the key check, NUL bytes. */
 function addRequestHooks(app: FastifyInstance, deps: AppDeps, metrics: ApiMetrics): void {
-  // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own refusal was an empty 400.
+  // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own refusal is an empty 400.
   app.addHook('onRequest', async (req) => {
     if (req.raw.httpVersion === '1.1' && req.headers.host === undefined)
       throw new ApiError(400, 'bad_request', 'an HTTP/1.1 request needs a Host header');
@@ -290,7 +289,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     deps.resets ?? (() => deps.version([])),
     // Half a second, not the second of the other caches: a patch reads only the changed rows
     // (~20 ms of PostgreSQL at 35,000 rows) and runs ahead of requests, and this wait is most of
-    // the way from a commit to the answer (issue 12: p99 ≤ 2 s from the poll).
+    // the way from a commit to the answer (the freshness target: p99 ≤ 2 s from the poll).
     500,
     (list, how, seconds, rows, detail) => {
       metrics.listRefresh.observe({ how }, seconds);

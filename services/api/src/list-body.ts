@@ -1,8 +1,8 @@
 /**
  * A whole-list body (`{"data":[row,row,…]`, the head of a bodies.ts Body) kept as segments of
  * rows, each compressed on its own, so that a change of a few rows recompresses their segments
- * and nothing else (issue 12: rebuilding a 33k-row list cost about a CPU-second - query, JSON,
- * gzip - and every commit of the marketplace asked for one).
+ * and nothing else: rebuilding a 33k-row list costs about a CPU-second (query, JSON, gzip), and
+ * every commit of the marketplace would ask for one.
  *
  *   gzip header │ deflate('{"data":[') │ deflate(seg 0) │ deflate(',' seg 1) │ … │ deflate(']') │ ← tail (bodies.ts)
  *
@@ -77,13 +77,12 @@ interface Segment extends Piece {
 
 /**
  * Deflate level of a piece. A full build and a patch of a few segments compress at 6; a patch that
- * touches more than BURST_SEGMENTS at 1, about a third of the CPU for ~20% more bytes (measured on a
- * 33k-row list of simulator rows: 1.72 → 2.08 MB; a 900-row patch, every segment, 410 → 270 ms).
- * Such patches come in bursts (a fifth of all listed prices changed at once, bench/bottlenecks.md,
- * Freshness), when every list's patches recompress it whole and the changes wait behind them; a
- * segment goes back to 6 when a calm patch or the next rebuild touches it. A slice of liquidity
- * scores (FIELD_SEGMENTS, more than this) is compressed at 1 too, and a round of scores touches
- * every segment every DERIVED_MAX_LAG_MS or so: while scores keep moving, most segments stay at 1.
+ * touches more than BURST_SEGMENTS at 1, about a third of the CPU for ~20% more bytes. Such patches
+ * come in bursts (a fifth of all listed prices changed at once, bench/bottlenecks.md, Freshness),
+ * when every list's patches recompress it whole and the changes wait behind them; a segment goes
+ * back to 6 when a calm patch or the next rebuild touches it. A slice of liquidity scores
+ * (FIELD_SEGMENTS, more than this) is compressed at 1 too, and a round of scores touches every
+ * segment every DERIVED_MAX_LAG_MS or so: while scores keep moving, most segments stay at 1.
  */
 const LEVEL = 6;
 const BURST_LEVEL = 1;
@@ -138,9 +137,9 @@ const COMMA = Buffer.from(',');
 /**
  * A row's JSON as 72 bits of its SHA-1: what a patch compares to skip a row written again with
  * the same content. A liquidity row rewritten for its best bid or lowest ask (not in the lists)
- * and statistics recomputed to equal values are new row versions all the same: measured, patches
- * carried 11,000 rows on average, most of them unchanged, and every segment was recompressed.
- * The one-shot hash: half the cost of a Hash object per row (0.3 against 0.63 µs; a build takes 33k).
+ * and statistics recomputed to equal values are new row versions all the same: without the
+ * digest a patch would carry thousands of rows, most of them unchanged, and recompress every
+ * segment. The one-shot hash: half the cost of a Hash object per row, and a build takes 33k.
  */
 const digest = (json: string): string => oneShot('sha1', json, 'base64url').slice(0, 12);
 const fixedPiece = (text: string) => piece(Buffer.from(text), sha1(text));
@@ -458,8 +457,8 @@ interface ListState {
 
 /**
  * Liquidity scores in the lists may lag their writes by this long (DERIVED_MAX_LAG_MS): each
- * derive transaction changes the score of thousands of items (33.8k–35.4k in a platform bench's
- * freshness phase), in every list, and are read at most this often (ListSource.fields).
+ * derive transaction can change the score of thousands of items, in every list, and they are read
+ * at most this often (ListSource.fields).
  */
 export interface LiquidityLag {
   /**
@@ -504,18 +503,18 @@ export type RefreshObserver = (
 
 /**
  * After a refresh, a list waits at least this many times as long as it took (VersionedCache): at
- * most half of the process refreshing one list. 4 (a fifth) was measured worse: on a saturated
- * machine a 16 s patch held its list 64 s, the next patch then had more rows to read, and
- * committed → visible reached minutes (bench/bottlenecks-history.md, Freshness).
+ * most half of the process refreshing one list. 4 (a fifth) is worse: on a saturated machine a
+ * long patch holds its list four times as long, the next patch then has more rows to read, and
+ * committed → visible reaches minutes (bench/bottlenecks.md, Freshness).
  */
 const COST_FACTOR = 1;
 
 /**
  * Segments of field changes (scores) one refresh applies at most. A score round touches every
- * segment of a list (130 at 33k rows); carried whole by the patch of a price change, it made that
- * patch seconds long on a loaded machine, and the price changes after it waited for it and then
- * as long again (COST_FACTOR): committed → visible p99 5–22 s (bench/bottlenecks-history.md, seventh
- * session). In slices, a price change waits for one slice at most; a round takes a few refreshes.
+ * segment of a list (130 at 33k rows); carried whole by the patch of a price change, it makes that
+ * patch seconds long on a loaded machine, and the price changes after it wait for it and then as
+ * long again (COST_FACTOR). In slices, a price change waits for one slice at most; a round takes a
+ * few refreshes.
  */
 const FIELD_SEGMENTS = 24;
 
@@ -598,10 +597,10 @@ export class ListBodyCache {
 
   /**
    * The read model moved: patch, without waiting for a request, every list asked for in the last
-   * two minutes whose version moved. Served stale-while-refreshing alone, a change reached a client
-   * one poll late (the poll that found the version moved got the previous body and started the
-   * patch) and the patch's read and recompression were on the request's way; ahead, they run as
-   * the notification arrives, at most every `minAgeMs` per list, one at a time per list.
+   * two minutes whose version moved. Served stale-while-refreshing alone, a change would reach a
+   * client one poll late (the poll that finds the version moved gets the previous body and starts
+   * the patch) and the patch's read and recompression would be on the request's way; ahead, they
+   * run as the notification arrives, at most every `minAgeMs` per list, one at a time per list.
    */
   changed(): void {
     this.schedule(0);
@@ -784,8 +783,8 @@ function fieldSlice(
  * CRC-32 of the concatenation A‖B from crc(A), crc(B) and B's length (zlib's crc32_combine):
  * appending n zero bytes to A is a linear map over GF(2), a 32×32 bit matrix. ZEROS[k] is the map
  * for 2^k zero bytes, computed once by squaring; a combine applies those of the bits of n
- * (a matrix-vector product each) instead of squaring matrices per call as zlib's first version
- * did: 130 segments combined per patch cost 6 ms that way.
+ * (a matrix-vector product each) instead of squaring matrices per call (zlib's older
+ * crc32_combine), which would cost milliseconds on every patch of 130 segments.
  */
 function gf2Times(mat: Uint32Array, vec: number): number {
   let sum = 0;

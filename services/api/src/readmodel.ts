@@ -163,7 +163,7 @@ function listingRow(r: ListingRow): Record<string, unknown> {
   const market = getMarket(r.market);
   // Property by property, in the shape's order, not from spreads: Node 20's V8 copies an object
   // spread followed by more properties on a slow path (~30× a literal), and a list's first build
-  // makes one of these per row (33k; bench/bottlenecks-history.md, 2026-11-27).
+  // makes one of these per row (33k).
   const o: Record<string, unknown> = {
     id: int(r.id),
     market_hash_name: r.market_hash_name,

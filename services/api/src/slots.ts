@@ -1,13 +1,13 @@
 /*
  * At most `size` whole-list reads at once (a first build or a rebuild of a list body, a catalogue
  * shard): each reads every row of a marketplace (up to 35k) through one of the API's read
- * connections and turns them into JSON and gzip on its one thread. Unbounded, a cold start asked
- * for thirteen lists within seconds and built them all at once: on a saturated 2-core machine
- * each took 20-27 s, together they held every read connection (8) for the pool's whole wait, so
- * GET /v1/status and the lists' own patches got "every connection busy" (2026-11-27), and
- * thirteen heaps of rows were alive at the same time (the catalogue's shards, built one at a
- * time for that reason: RSS 559 → 461 MB). In turn, the first list is there after one build's
- * time instead of all of theirs, and patches never wait here.
+ * connections and turns them into JSON and gzip on its one thread. Unbounded, a cold start asks
+ * for thirteen lists within seconds and builds them all at once: on a saturated 2-core machine
+ * each takes tens of seconds, together they hold every read connection for the pool's whole
+ * wait, so GET /v1/status and the lists' own patches get "every connection busy", and thirteen
+ * heaps of rows are alive at the same time (the catalogue's shards are built one at a time for
+ * that reason). In turn, the first list is there after one build's time instead of all of
+ * theirs, and patches never wait here.
  *
  * First come, first served: a slot freed goes straight to the longest waiter.
  */

@@ -105,15 +105,16 @@ export class PgNotifications {
  * what materializer commits touched, as the change follower reads them from the change journal:
  * changes/follower.ts) plus a global part bumped when anything may have changed (bumpAll: the
  * follower's first read, a journal that no longer reaches back to its position), and every
- * `fallbackMs` (5 min) as a last resort. A body depends on some tags; it is rebuilt only when one of them (or the global
- * part) moved, so a batch of one marketplace no longer rebuilds the megabytes of all the others.
+ * `fallbackMs` (5 min) as a last resort. A body depends on some tags; it is rebuilt only when one
+ * of them (or the global part) moved, so a batch of one marketplace does not rebuild the megabytes
+ * of all the others.
  *
  * `derived` (what every applied cycle marker recomputes: statistics, liquidity, market cap, the
  * clock; rows of every list, slowly moving) is counted apart (`derived()`): caches let it lag by
  * seconds (VersionedCache's derived age), because a derive transaction commits every few seconds
- * under load, and rebuilding every list each time (33k rows: about a CPU-second each) kept the
- * API saturated and price changes waiting behind the rebuilds (issue 12's freshness). The rows a
- * marker removed come with their own tags, so removals are as prompt as ingest's changes.
+ * under load, and rebuilding every list each time (33k rows: about a CPU-second each) would keep
+ * the API saturated and price changes waiting behind the rebuilds. The rows a marker removed come
+ * with their own tags, so removals are as prompt as ingest's changes.
  * `scores` (the recomputation that writes liquidity scores) is counted apart again (`scores()`).
  */
 export class ReadModelVersion {

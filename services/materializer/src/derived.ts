@@ -195,8 +195,8 @@ const MONTH = `interval '720 hours'`;
  * of the rows the snapshot did not see (rows of transactions that committed just before it are
  * computed again), because the exact test, pg_visible_in_snapshot, is wrong for subtransactions:
  * the ingest path writes under a savepoint (poison.ts), a subtransaction's id is not among a
- * snapshot's running ones, and behind a transaction with a higher id that had committed, a batch
- * still running was judged seen and its items never recomputed (liquidity-incremental.test.ts).
+ * snapshot's running ones, and behind a transaction with a higher id that has committed, a batch
+ * still running would be judged seen and its items never recomputed (liquidity-incremental.test.ts).
  */
 const UNSEEN = `age(xmin) <= (SELECT a FROM bound)`;
 

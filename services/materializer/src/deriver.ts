@@ -5,20 +5,19 @@
  * of its own, apart from the ingest path's batch transactions (apply.ts).
  *
  * Why apart: the ingest transaction holds the partition's offset row and, on its commit, makes a
- * price visible. When markers were applied inside it, one batch that found markers ready carried
+ * price visible. Markers applied inside it would make one batch that finds markers ready carry
  * every derived recomputation (liquidity over the whole catalogue, hours of market cap, the
- * retention DROP that locks listing_hourly), and every price behind it in the partition waited:
- * freshness p99 12.6 s, a cold catalogue 145 s (bench/bottlenecks-history.md). Now a batch commits what
- * it read and nothing else; this loop catches up behind it.
+ * retention DROP that locks listing_hourly), and every price behind it in the partition would wait
+ * for them. So a batch commits what it read and nothing else; this loop catches up behind it.
  *
  * Each round is up to three transactions: the markers' (what a COMPLETE cycle implies,
  * statistics, freshness, the clock — row locks on listings_current that ingest batches wait for)
  * commits first and queues the outlier guard's second look (judge_pending, migration 0017) and
  * the recomputation (derive_pending, migration 0014); the second judges again the rows of the
  * items the listings cycles wrote; the third recomputes liquidity and the market cap, writing no
- * table ingest writes. (When markers and recomputation were one transaction, the row locks were
- * held through the recomputation: ~27 s under the platform benchmark's load; when the second look
- * was in the markers' transaction, a cold start's statuses waited 4-5 s a clump for it.)
+ * table ingest writes. (In one transaction with the recomputation, the markers' row locks would be
+ * held through it, tens of seconds under load; with the second look in the markers' transaction,
+ * a cold start's statuses would wait seconds a clump for it.)
  *
  * The second look waits while listings are on their way in (judgeGate); the recomputation
  * waits while ingest is far behind (BACKLOG_DEFERS) and is paced (RECOMPUTE_COST_FACTOR): a
@@ -79,15 +78,14 @@ export interface DeriverOptions {
 }
 
 /**
- * Why the recomputation is paced: every poll cycle of any of the 14 marketplaces queues one, and
- * each read the whole catalogue. Run back to back, on the platform bench's slower day they took
- * 189 s of a 4.5-minute phase (23 runs of ~8 s, one PostgreSQL backend each), beside ingest on the
- * same two cores, and a price waited up to 18.8 s from produced to committed. Liquidity now takes
- * only the items whose inputs moved (derived.ts), but a cold start, a FULL cycle or a day's
- * roll-over still moves most of them, and an hour of market cap reads every CN-A item. Paced,
- * the queued work (derive_pending) is coalesced into the next run: liquidity scores move every ~3T instead
- * of every T (the API shows them with a lag of its own, DERIVED_MAX_LAG_MS), and the last run
- * still sees all data at the final clock (replay determinism, recomputeDerived). settle() is not
+ * Why the recomputation is paced: every poll cycle of any of the 14 marketplaces queues one.
+ * Liquidity takes only the items whose inputs moved (derived.ts), but a cold start, a FULL cycle
+ * or a day's roll-over moves most of them, and an hour of market cap reads every CN-A item. Run
+ * back to back, the recomputations would take most of PostgreSQL's time beside ingest on the same
+ * two cores, and prices would wait behind them from produced to committed. Paced, the queued work
+ * (derive_pending) is coalesced into the next run: liquidity scores move every ~3T instead of
+ * every T (the API shows them with a lag of its own, DERIVED_MAX_LAG_MS), and the last run still
+ * sees all data at the final clock (replay determinism, recomputeDerived). settle() is not
  * paced: a replay's or a test's end recomputes at once.
  */
 const RECOMPUTE_COST_FACTOR = 2;
@@ -98,10 +96,10 @@ const MAX_RECOMPUTE_PAUSE_MS = 30_000;
  * While this process's partitions have more than this many records left to read, a recomputation
  * of work its own markers queued waits, at most MAX_RECOMPUTE_DEFER_MS from the first marker
  * that queued it: prices before the values derived from them. In a cold start each marker's
- * recomputation read the catalogue as it stood so far (1.4, 2.1, 4.0 then 8.8 s in one run) on
- * the PostgreSQL that the ingest of the rest of the catalogue needed; deferred, fewer of them
- * cover the same markers. A marketplace's FULL listings cycle is ~33,000 records, so in
- * steady state one defers it for the seconds its cycle takes to ingest.
+ * recomputation would read the catalogue as it stands so far, each longer than the last, on the
+ * PostgreSQL that the ingest of the rest of the catalogue needs; deferred, fewer of them cover the
+ * same markers. A marketplace's FULL listings cycle is ~33,000 records, so in steady state one
+ * defers it for the seconds its cycle takes to ingest.
  */
 const BACKLOG_DEFERS = 10_000;
 const MAX_RECOMPUTE_DEFER_MS = 30_000;
@@ -110,7 +108,7 @@ const MAX_RECOMPUTE_DEFER_MS = 30_000;
  * Whether the recomputation may run at `now` (pure): not before `dueAt` (its pace); and while
  * `backlog` records wait for ingest, not until the work queued since `queuedSince` has waited
  * MAX_RECOMPUTE_DEFER_MS. Work this process did not see queued (undefined: a restart, another
- * member's markers) runs when due, as it did before there was a deferral.
+ * member's markers) runs when due, never deferred.
  */
 export function recomputeGate(now: number, dueAt: number, backlog: number, queuedSince: number | undefined): boolean {
   if (now < dueAt) return false;
@@ -124,18 +122,15 @@ export function recomputeGate(now: number, dueAt: number, backlog: number, queue
  * its oldest row's queued_at, whoever queued it (another member, a process before a restart),
  * and waits at most JUDGE_MAX_DEFER_MS from it. In a cold start the first cycles' markers are
  * applied over ~30 s, the slowest marketplace's last (its upstream pages 100 items), so the look
- * runs once, after it. Measured (2026-11-27, platform runs):
- * - in the markers' transaction, each clump's look over its currency's catalogue as it stood so
- *   far held that clump's status up to 4.1-8.3 s;
- * - deferred by the whole backlog like the recomputation (30 s cap from the first marker), the
- *   look started just as the last marketplace's marker became ready, which waited for it
- *   (applied at 48 s, against 35.1 and 44.4 s in the runs beside them);
- * - deferred by the whole backlog and pending markers (60 s cap), cold starts took 42.5-47.2 s
- *   against 53.8-62.3 s beside them, but the look then waited for the other kinds' first cycles
- *   after the catalogue (hundreds of thousands of records) until its cap, and its ~10 s over the
- *   whole catalogue fell into the minutes after the cold start, where freshness is measured.
- * So only the listings hold it now; that rule has no platform run of its own (it differs from
- * the last one only once the listings are in).
+ * runs once, after it. Only the listings hold it, because the alternatives cost more:
+ * - in the markers' transaction, each clump's look over its currency's catalogue as it stands so
+ *   far would hold that clump's status for seconds;
+ * - deferred by the whole backlog like the recomputation, the look would start just as the last
+ *   marketplace's marker becomes ready, which then waits for it;
+ * - deferred by the whole backlog and pending markers, it would wait for the other kinds' first
+ *   cycles after the catalogue (hundreds of thousands of records) until its cap, and its run over
+ *   the whole catalogue (~10 s) would fall into the minutes after the cold start, where price
+ *   changes must show.
  */
 const JUDGE_MAX_DEFER_MS = 60_000;
 
@@ -172,8 +167,8 @@ const UPKEEP_INTERVALS = 15;
  * The tables of this schema autovacuum would vacuum or analyze now by its default thresholds
  * (autovacuum_vacuum_threshold 50, _scale_factor 0.2; the inserts' 1000 and 0.2, since
  * PostgreSQL 13, which set an append-only table's visibility map and freeze it early;
- * _analyze_threshold 50, _scale_factor 0.1), and none where the server's autovacuum is on. reltuples is -1 before a table's first VACUUM or
- * ANALYZE.
+ * _analyze_threshold 50, _scale_factor 0.1), and none where the server's autovacuum is on.
+ * reltuples is -1 before a table's first VACUUM or ANALYZE.
  */
 const UPKEEP_DUE = `
   WITH t AS (
@@ -289,8 +284,8 @@ export class Deriver {
    * ANALYZE the tables the markers' and the merge's joins plan over once they have doubled since
    * their last statistics. A cold start fills listings_current from empty within a minute,
    * before autovacuum's next look: planned on the empty table's statistics, the markers' joins
-   * over the whole catalogue ran as nested loops over sequential scans and took over 12 minutes
-   * instead of 4 s. ANALYZE samples (100-400 ms a table here) and takes no lock writers wait for;
+   * over the whole catalogue run as nested loops over sequential scans and take minutes instead of
+   * seconds. ANALYZE samples (a fraction of a second a table) and takes no lock writers wait for;
    * doubling bounds it to a few runs while a table grows, and autovacuum keeps them after that (or
    * upkeep, where the server's autovacuum is off).
    */
@@ -313,17 +308,16 @@ export class Deriver {
    * Where the server's autovacuum is off, what it would have done for this schema's tables, by its
    * default thresholds: VACUUM a table whose dead rows passed 20% (+50) or whose rows inserted
    * since its last VACUUM did (+1000), ANALYZE one whose changes since its statistics passed 10%
-   * (+50). Started after a round's work, at most every
-   * UPKEEP_INTERVALS, on a connection of its own, and not while ingest is far behind
-   * (BACKLOG_DEFERS): in a first version that ran in the round, while a cold start's tables were
-   * analyzed at cost limits, markers waited (cold 43.2 / 46.5 s against 35.7 / 37.9 s, ABBA).
+   * (+50). Started after a round's work, at most every UPKEEP_INTERVALS, on a connection of its
+   * own, and not while ingest is far behind (BACKLOG_DEFERS): run in the round, while a cold
+   * start's tables are analyzed at cost limits, it would hold the markers up.
    *
    * Why: the machines this runs on in CI and the benchmarks ship PostgreSQL with `autovacuum =
-   * off` (conf.d/90-ci.conf). Nothing then refreshed the statistics after a cold start's last
-   * doubling, or removed a row version: in one platform run listings_current held 79,513 dead
-   * rows beside 324,244 live ones four minutes after start, planned on statistics taken at a
-   * third of its size, and a burst's merge found each batch row's stored state through the
-   * name index (nine buffers a row, five marketplaces' rows filtered away) instead of the key.
+   * off` (conf.d/90-ci.conf). Without this upkeep nothing refreshes the statistics after a cold
+   * start's last doubling, or removes a row version: within minutes of a start listings_current
+   * would hold a dead row for every few live ones and be planned on statistics taken at a fraction
+   * of its size, and a burst's merge would find each batch row's stored state through the name
+   * index (several buffers a row, other marketplaces' rows filtered away) instead of the key.
    * Unthrottled, a VACUUM would take cores from ingest: it runs at autovacuum's cost limits
    * (vacuum_cost_delay 2 ms). SKIP_LOCKED: another member's deriver vacuuming the same table
    * is left to it rather than waited for; TRUNCATE false: giving pages back to the file system

@@ -135,9 +135,8 @@ async function lateCheck(client: PoolClient, events: readonly ListingEvent[]): P
   for (const e of events)
     if (e.price !== null) firstPricedDay = Math.min(firstPricedDay, Math.floor(e.observed_at / DAY_MS));
   // The latest stats day of each marketplace of the batch, one index step each: `max(stats_day)
-  // WHERE market = ANY($1)` read every row of those marketplaces by the same index instead (a
-  // scalar-array condition gets no min/max shortcut), 41 ms a batch in a cold start's log, 100 ms
-  // on a full-size model against 0.4 ms this way.
+  // WHERE market = ANY($1)` would read every row of those marketplaces by the same index instead
+  // (a scalar-array condition gets no min/max shortcut), hundreds of times slower at full size.
   const { rows: maxDay } = await client.query<{ d: number | null }>(
     `SELECT (max(m.d) - DATE '1970-01-01') AS d
      FROM unnest($1::text[]) AS u(market),
@@ -270,8 +269,8 @@ const MERGE = `
  *
  * The merge with the stored row is a join of two candles of the same bucket, so any batch split,
  * order or redelivery of the same events gives the same row: the close from the later observed_at
- * (strictly later, as before candles: on a tie the stored one stays), the open from the strictly
- * earlier open_at (likewise), high the greater, low the lesser. An event older than the stored close therefore
+ * (strictly later: on a tie the stored one stays), the open from the strictly earlier open_at
+ * (likewise), high the greater, low the lesser. An event older than the stored close therefore
  * still lowers the low, raises the high or moves the open earlier. The WHERE only skips updates
  * that change nothing (a redelivery writes no new row versions). open_at = '-infinity' marks a
  * row written before candles were recorded (migration 0005): its open, high and low are unknown
@@ -298,7 +297,7 @@ function candleUpsert(t: {
   source: string;
   /**
    * The caller knows the source has one row per bucket: merged with the stored rows as they are,
-   * without the aggregate (the same result; the aggregate's sort cost a third of the insert).
+   * without the aggregate (the same result; the aggregate's sort costs a third of the insert).
    */
   unique?: boolean;
 }): string {
@@ -377,8 +376,8 @@ const DAILY = candleUpsert({ ...DAILY_TABLE, where: 'price IS NOT NULL', source:
 /**
  * The same two for a batch that holds each item of a marketplace at most once (eachKeyOnce), so
  * at most once per hour and day: a FULL cycle's pages, a cold start's, a burst's. The aggregate
- * over a bucket of one observation is that observation, so the rows written are the same; its
- * sort and grouping were a third of each candle insert (as for imported hours below).
+ * over a bucket of one observation is that observation, so the rows written are the same without
+ * its sort and grouping, about a third of each candle insert (as for imported hours below).
  */
 const HOURLY_ONCE = candleUpsert({ ...HOURLY_TABLE, where: 'observed_at >= $1', source: OBSERVATIONS, unique: true });
 const DAILY_ONCE = candleUpsert({ ...DAILY_TABLE, where: 'price IS NOT NULL', source: OBSERVATIONS, unique: true });

@@ -16,7 +16,7 @@
  * A COMPLETE marker is applied as COMPLETE only if it can vouch for what its removals assume
  * (`vouchedOutcome`): its end offsets, when the cycle emitted records (an empty list reads as
  * "nothing to wait for", so its records could still be in flight and every one of them would be
- * nulled or deleted — pollers sent such markers during a broker outage, issue 12), and at least
+ * nulled or deleted — a broker outage can produce such markers, cycle-end.ts), and at least
  * one item seen, for a cycle whose COMPLETE removes what it did not see (an empty answer looks
  * exactly like a failing upstream, and a failing upstream never removes anything). Otherwise it
  * is applied as PARTIAL — freshness only, no price touched — and a warning is logged. The
@@ -120,8 +120,8 @@ export function completeRemoves(m: Pick<MarkerClaims, 'kind' | 'mode'>): boolean
 /**
  * The outcome a marker is applied with, and why it was lowered (see the top of the file). Pure.
  * A cycle that emitted nothing needs no end offsets: none of its records can be in flight (a
- * DELTA cycle without changes; the four markers of the outage were such). SALES and HISTORY
- * cycles remove nothing, so seeing nothing is a quiet window, not a suspicious answer.
+ * DELTA cycle without changes). SALES and HISTORY cycles remove nothing, so seeing nothing is a
+ * quiet window, not a suspicious answer.
  */
 export function vouchedOutcome(m: MarkerClaims): { outcome: string; reason?: string } {
   if (m.outcome !== 'COMPLETE') return { outcome: m.outcome };
@@ -382,11 +382,10 @@ async function judgeAgain(
   // planner may otherwise pick one over listings_current. For cycles that wrote a few thousand
   // rows both joins follow an index (the cycles' rows by marketplace, the items' rows by name):
   // O(touched rows × log n) whatever the estimates. Past JUDGE_SCANS_ABOVE whole scans and hash
-  // joins: five first cycles of a cold start (90k items, 316k rows, every verdict rewritten) took
-  // 5.28 s by the index, 4.91 s by hash joins, the rows' read 1.25 s against 0.42 s (EXPLAIN
-  // ANALYZE on the materialize bench's schema). A large marketplace's FULL cycle crosses the
-  // threshold too; there, with few verdicts moving, the update's hash join over a whole scan
-  // (~0.15 s at full size) replaces a row-address step per changed row: not measured apart.
+  // joins: for the first cycles of a cold start (most of the catalogue, every verdict rewritten)
+  // they read the rows in about a third of the index's time. A large marketplace's FULL cycle
+  // crosses the threshold too; there, with few verdicts moving, the update's hash join over a
+  // whole scan replaces a row-address step per changed row.
   const wrote = markers.reduce((n, m) => n + m.events_emitted, 0);
   const off = wrote > JUDGE_SCANS_ABOVE ? 'enable_nestloop' : 'enable_seqscan';
   await client.query(`SELECT set_config($1, 'off', true)`, [off]);

@@ -119,7 +119,7 @@ export type BatchReport = ApplyResult & {
  * One consumer of the materializer: the listings lane or the other kinds' lane. Each has its own
  * fetch loop, so a listings batch never waits for a fetch round of history or sales batches to
  * end (kafkajs fetches a broker's partitions again only when every batch of its last fetch has
- * been handled: one listings batch waited 8.9 s on average behind them in a burst).
+ * been handled: in a burst a listings batch would wait seconds behind them).
  */
 interface Lane {
   groupId: string;

@@ -2,8 +2,8 @@
  * Stored offsets that cannot lie. A next_offset in consumer_offsets is a position in one Kafka
  * log; the same topic name and partition in another cluster (after `make clean`, or a changed
  * KAFKA_BROKERS) or in a topic deleted and created again is another log, and applying it there
- * drops every record below it as "already applied" — silently: a probe read 8,091 records against
- * such a schema, Kafka showed lag 0, nothing was applied and nothing was logged (issue 12).
+ * drops every record below it as "already applied" — silently: Kafka shows lag 0, nothing is
+ * applied and nothing is logged.
  *
  * So every row is bound to the cluster id it counts records of, and the materializer checks its
  * rows against the cluster before it consumes, on every partition assignment, and inside every
@@ -181,7 +181,7 @@ export interface VerifyResult {
  * Adoption is safe because it only binds rows that passed the end check: a row from before 0004
  * that belongs to an older cluster either lies past this cluster's ends (caught) or, if this
  * cluster's log has grown past it, cannot be told from a right one — the one case no check
- * without a stored cluster id can see, and the reason rows carry one from now on.
+ * without a stored cluster id can see, and the reason rows carry one.
  */
 export async function verifyStoredOffsets(
   pool: Pool,

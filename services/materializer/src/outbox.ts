@@ -141,11 +141,11 @@ export class OutboxPublisher {
       // Numbers are drawn under the lock (held until COMMIT), so they become visible in order.
       await client.query('SELECT pg_advisory_xact_lock($1)', [CHANGE_LOG_LOCK]);
       // One statement takes the rows out of the outbox and numbers them into the log, in id order
-      // (nextval in a subquery: in a sorted SELECT's list it runs before the sort). It used to be
-      // three (a SELECT … FOR UPDATE, the log's INSERT and the DELETE, each finding the 5,000 rows
-      // by id again): the relay's statements were ~7% of PostgreSQL's time in a cold start. A
-      // failed send rolls the DELETE back, so delivery stays at least once. The lock also makes
-      // several materializer replicas publish one after another, so no row needs locking apart.
+      // (nextval in a subquery: in a sorted SELECT's list it runs before the sort), not three (a
+      // SELECT … FOR UPDATE, the log's INSERT and the DELETE, each finding the rows by id again):
+      // the relay runs beside ingest through a cold start, on the same PostgreSQL. A failed send
+      // rolls the DELETE back, so delivery stays at least once. The lock also makes several
+      // materializer replicas publish one after another, so no row needs locking apart.
       const { rows } = await client.query<OutboxRow>(
         `WITH taken AS (
            DELETE FROM price_change_outbox

@@ -2,11 +2,11 @@
  * Listings first: while the listings topic is behind, the materializer stops fetching the other
  * data topics (buy orders, float offers, sales, order books, history: its other kinds' lane,
  * materializer.ts), so PostgreSQL's share of two cores goes to the prices customers and the
- * freshness target wait for. (Since the lanes, the listings no longer share partition slots or a
- * fetch round with the others; what pausing still frees is CPU.) Measured (2026-11-27, full
- * size, before the lanes): after a cold start the other kinds' first cycles and the history
- * backfill arrive together, and a listing record then waited up to 10–26 s from its produce to its commit behind history and float-offer batches
- * (history.v1's batches took 237 s of apply in one freshness phase, listings' 85 s).
+ * freshness target wait for. (The lanes already keep the listings out of the others' partition
+ * slots and fetch rounds; what pausing frees is CPU.) After a cold start the other kinds' first
+ * cycles and the history backfill arrive together, and without a pause a listing record waits
+ * tens of seconds from its produce to its commit behind history and float-offer batches, whose
+ * apply takes more of PostgreSQL than the listings' own.
  *
  *   flowing ──a listings partition behind──▶ listings-first (the others paused)
  *   listings-first ──every listings partition caught up, or idle──▶ flowing
@@ -30,7 +30,7 @@
  * pause/resume of whole topics): nothing is skipped, the paused topics' records are fetched when
  * resumed, and exactly-once effects are unchanged (each batch's offsets are still committed in its own
  * transaction). Poll-cycle markers are never paused: a listings marker must not wait for them,
- * and the other kinds' markers wait for their data in the derive path as they always have.
+ * and the other kinds' markers wait for their data in the derive path regardless.
  */
 
 /**

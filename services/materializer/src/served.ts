@@ -1,6 +1,7 @@
 /**
  * What each listings_current row serves, held in memory per partition of listings.v1 this process
- * owns, so that a record repeating it is dropped before SQL (issue 42, item 1; migration 0021).
+ * owns, so that a record repeating it is dropped before SQL (migration 0021;
+ * docs/decisions/0003-repeats-before-sql.md).
  *
  * A record is classed against the row as PostgreSQL holds it at that point of the partition:
  * - `skip`: its cycle sends removals as records (`removals_sent`), it is newer than the row, and
@@ -8,7 +9,7 @@
  *   page) within the same quarter hour as the row's observation: no row version, no candle;
  * - `candle`: the same, in a later quarter hour: its hourly and daily candles are written (history
  *   keeps a point per hour observed, and the market cap looks back six hours), the row is not;
- * - `write`: anything else, through the ingest path as before.
+ * - `write`: anything else, through the whole ingest path.
  * A quarter hour, not an hour: listing_hourly buckets by the session's time zone, whose offset is
  * a multiple of 15 minutes, so within a UTC quarter hour the hour bucket is the same in any zone.
  *

@@ -1,32 +1,26 @@
 /*
  * Holds every marketplace's kinds other than its listings, and the history-only marketplace's
- * backfill (CATALOGUE_GATE_SCOPE=backfill: that alone) until the platform's catalogue is in (issue 12,
- * item 8: on a cold start the lowest prices come first). Each poller starts its other
- * kinds only after its own first LISTINGS cycle (poller.ts), but that alone left them competing
- * with every other marketplace's first listings: the pollers end their first cycles within
- * 12–40 s of a full-size cold start, and then their buy orders, sales, float offers and order
- * books were fetched, encoded, produced and applied on the same two cores while the materializer
- * was still ingesting the listings (markers applied at 35–130 s, 2026-11-26). A marketplace
- * without listings (the history-only one) has no first cycle of its own at all, so its 30- to
- * 400-day backfill — a million history points or more, written as daily and hourly candles — ran
- * from the first second. Holding every kind (scope 'all') brought the catalogue in sooner but first
- * moved those kinds' first cycles into the minutes after it, where price changes then took longer
- * to show (2026-11-27, full size: cold 161 s against 199 s, freshness p99 49 s against 15 s).
- * It is the default since the pollers' per-row cost halved, the simulator stopped recomputing
- * every marketplace for each override, those first cycles run one kind after another, and the
- * API's patches of moved scores take a free slot (same day, later: cold 59-60 s against 81-110 s,
- * p99 0.89-10.6 s, median 1.10, against 0.73-23.3 s, not all on the same code: bench/bottlenecks-history.md).
+ * backfill (CATALOGUE_GATE_SCOPE=backfill: that alone), until the platform's catalogue is in: on a
+ * cold start the lowest prices come first. Each poller starts its other kinds only after its own
+ * first LISTINGS cycle (poller.ts), but that alone leaves them competing with every other
+ * marketplace's first listings: their buy orders, sales, float offers and order books would be
+ * fetched, encoded, produced and applied on the same two cores while the materializer is still
+ * ingesting the listings. A marketplace without listings (the history-only one) has no first
+ * cycle of its own at all, so its 30- to 400-day backfill — a million history points or more,
+ * written as daily and hourly candles — would run from the first second. Holding every kind
+ * (scope 'all', the default) brings the catalogue in sooner; the price is that those kinds' first
+ * cycles fall into the minutes after it, where price changes must show, which is why they then
+ * run one kind after another (poller.ts; bench/bottlenecks.md, "Cold full catalogue").
  *
  * This gate opens when every listing marketplace of the registry has ended a LISTINGS cycle (any
  * outcome: a failing upstream is not waited for), as their markers on poll-cycles.v1 say, and the
  * materializer's consumer group has committed offsets past those cycles' end offsets (the rule by
  * which the materializer applies a marker: its records are in) — or when `timeoutMs` has passed
  * (a marketplace whose poller is not running, or a materializer that is down, must not hold the
- * rest back for ever). Opening on the markers alone was measured too early: the pollers end their
- * first cycles long before the materializer has ingested them (2026-11-26: the history-only
- * poller still used 27 of its 30 CPU-s before the catalogue was visible). It waits for the
- * records to be ingested, not for the markers to be applied (the derive path does that seconds
- * later; a poller cannot see it without the database).
+ * rest back for ever). The markers alone open it too early: the pollers end their first cycles
+ * long before the materializer has ingested them. It waits for the records to be ingested, not
+ * for the markers to be applied (the derive path does that seconds later; a poller cannot see it
+ * without the database).
  *
  *   waiting(pending markets, end offsets) ──marker of the last pending market──▶ ingesting(end offsets)
  *   ingesting ──the group's committed offsets pass every end offset──▶ open('listed')

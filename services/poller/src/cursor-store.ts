@@ -1,6 +1,6 @@
 /**
- * Where a poller's jobs resume after a restart (issue 43: nothing is published twice because a
- * process restarted): the history import's days and the sales window, kept on poller-cursors.v1,
+ * Where a poller's jobs resume after a restart, so that nothing is published twice because a
+ * process restarted: the history import's days and the sales window, kept on poller-cursors.v1,
  * a compacted topic with one record per [market, kind]. Why Kafka: pollers never read the
  * database, and the cursor lives beside the records it counts.
  *

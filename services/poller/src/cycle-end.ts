@@ -4,10 +4,10 @@
  *
  * A marker's end offsets tell the consumer how far to read the data topic before it applies the
  * cycle's end — for a COMPLETE FULL cycle, nulling or deleting what the cycle did not see. An
- * empty list reads as "nothing to wait for". During a broker outage pollers sent COMPLETE markers
- * with empty end offsets because the fetch failed (issue 12); applied before the cycle's records
- * arrived, such a marker would remove rows that are still in flight. So a cycle whose end offsets
- * could not be fetched, or do not cover a partition the cycle wrote to, is not COMPLETE.
+ * empty list reads as "nothing to wait for". During a broker outage the fetch of the end offsets
+ * can fail; a COMPLETE marker with empty end offsets, applied before the cycle's records arrived,
+ * would remove rows that are still in flight. So a cycle whose end offsets could not be fetched,
+ * or do not cover a partition the cycle wrote to, is not COMPLETE.
  */
 
 export type CycleOutcome = 'COMPLETE' | 'PARTIAL' | 'FAILED';

@@ -30,8 +30,7 @@ export function toEvent<K extends Kind>(
   cycleId: string,
 ): EventMap[EventKind] {
   // Object.assign, not `{ ...base, ...row, cycle_id }`: V8 in Node 20 builds a spread followed by
-  // more properties on a slow path, 7 µs a listing event against 0.2 µs, and this runs once per
-  // upstream row (8.6% of a full cycle's CPU: bench/bottlenecks-history.md, 2026-11-27).
+  // more properties on a slow path, some thirty times slower, and this runs once per upstream row.
   const event: Record<string, unknown> = { market: market.slug, currency: market.currency, observed_at: observedAt };
   Object.assign(event, row);
   // Happenings (sales, history points) are not cycle states: they carry no cycle id.
@@ -49,8 +48,8 @@ export function toEvent<K extends Kind>(
 }
 
 /**
- * Whether two rows of a kind say the same (plain JSON-like values, compared deeply). What a
- * JSON.stringify of each compared before, without building two strings per row and cycle.
+ * Whether two rows of a kind say the same (plain JSON-like values, compared deeply): what comparing
+ * their JSON.stringify would say, without building two strings per row and cycle.
  */
 export function sameRow(a: unknown, b: unknown): boolean {
   if (a === b) return true;

@@ -142,9 +142,10 @@ class Job {
    * Delta kinds: whether this job's cycles send every removal as a record (`removals_sent`), so
    * their markers need not remove what they did not see. `unknown` until a FULL cycle has ended
    * COMPLETE since the start (before it, what earlier processes said is unknown: the first FULL
-   * marker removes what it did not see, the old way); `settling` until the next FULL cycle
-   * starts, so that marker is long applied before any record of a flagged cycle can be dropped
-   * as a repeat (a record dropped before an older marker's removal would not undo it); then `sent`.
+   * marker removes what it did not see, as without `removals_sent`); `settling` until the next
+   * FULL cycle starts, so that marker is long applied before any record of a flagged cycle can be
+   * dropped as a repeat (a record dropped before an older marker's removal would not undo it); then
+   * `sent`.
    */
   removals: 'unknown' | 'settling' | 'sent' = 'unknown';
   salesFrom: number | undefined;
@@ -230,11 +231,10 @@ export class Poller {
    * Settles when the first LISTINGS cycle has ended (any outcome) and then, with a catalogue
    * gate, when the platform's catalogue is in — or when the poller stops; the other kinds' first
    * cycles then run one after another (start()). On a cold start the lowest prices are what
-   * customers wait for: buy orders, sales, float data and history sharing the rate limit, the broker, the materializer and two cores
-   * would only delay them — this marketplace's own, and every other marketplace's still being
-   * ingested (a full-size cold start measured the markers of cycles that had ended at 12–40 s
-   * applied at 35–130 s, behind the other kinds' first cycles). By default (CATALOGUE_GATE_SCOPE
-   * all) a listing marketplace's other kinds wait for the whole catalogue (catalogue-gate.ts).
+   * customers wait for: buy orders, sales, float data and history sharing the rate limit, the
+   * broker, the materializer and two cores would only delay them — this marketplace's own, and
+   * every other marketplace's still being ingested. By default (CATALOGUE_GATE_SCOPE all) a
+   * listing marketplace's other kinds wait for the whole catalogue (catalogue-gate.ts).
    */
   private firstListings: Promise<void> = Promise.resolve();
 
@@ -255,9 +255,9 @@ export class Poller {
       : own;
     this.stopCtl.signal.addEventListener('abort', () => listingsDone(), { once: true });
     // After them the other kinds' first cycles run one after another, each kind's loop free once
-    // its first cycle ended: started together they were one burst of every kind of every
+    // its first cycle ended: started together they would be one burst of every kind of every
     // marketplace — upstream requests, records, and the materializer's and the API's work for
-    // them — landing just as the catalogue became visible, where price changes must show.
+    // them — landing just as the catalogue becomes visible, where price changes must show.
     let before = this.firstListings;
     for (const job of this.jobs) {
       if (job === listings) {

@@ -1,5 +1,5 @@
 /**
- * Skinport's documented public API (issue 16): the whole catalogue in one Brotli answer.
+ * Skinport's documented public API: the whole catalogue in one Brotli answer.
  *
  * Sources (read 2026-11; the endpoint pages themselves were not reachable from here, see below):
  * - https://docs.skinport.com/ — base URL https://api.skinport.com/v1/; Basic authentication

@@ -1,6 +1,6 @@
 /**
- * Skinport's documented public API (https://docs.skinport.com/, issue 16; what the documentation
- * says and how it was verified is in packages/marketplaces/src/adapters/skinport.ts):
+ * Skinport's documented public API (https://docs.skinport.com/; what the documentation says and
+ * how it was verified is in packages/marketplaces/src/adapters/skinport.ts):
  *
  * - GET /v1/items?app_id=730&currency=EUR&tradable=0: the whole catalogue in one JSON array, no
  *   paging; prices are JSON numbers in the currency's units, null when nothing is listed
