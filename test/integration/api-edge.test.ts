@@ -180,7 +180,16 @@ describe('API edge: hostile input', () => {
   // Root cause guarded: answers said `Cache-Control: public` with no Vary on the key, so a shared
   // cache would hand one customer's answer (requestor, plan) to anyone.
   it('keyed answers vary on the key headers', async () => {
-    for (const path of ['/v1/prices/cn-a', '/v1/prices/latest', '/v1/prices/search?market_hash_name=x']) {
+    for (const path of [
+      '/v1/prices/cn-a',
+      '/v1/prices/latest',
+      '/v1/prices/search?market_hash_name=x',
+      // Answers serialised from objects, not cached bodies.
+      '/v1/prices/cn-a/float-buyorder',
+      '/v1/store?market_hash_name=x',
+      '/v1/market-sales/search?market_hash_name=x',
+      '/v1/indexes/market-cap',
+    ]) {
       const res = await get(path, { 'x-api-key': key, 'accept-encoding': 'gzip' });
       expect(res.status).toBe(200);
       expect(res.headers.get('vary')?.split(/,\s*/)).toEqual(

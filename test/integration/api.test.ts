@@ -443,6 +443,15 @@ describe('read API', () => {
     const filtered = (await get(`/v1/prices/cn-a/float-buyorder?float=${withMin.float_range.min}`, k.enterprise)).json()
       .data;
     expect(filtered.map((o: { order_id: string }) => o.order_id)).toContain(withMin.order_id);
+    // An order that sets only a maximum matches every float below it.
+    await pool.query(
+      `INSERT INTO float_buyorders_current (market, order_id, market_hash_name, phase, currency, price, quantity, float_min, float_max, observed_at, cycle_id)
+       VALUES ('cn-a', 'open-below', 'Open Below', '', 'CNY', 1.00, 1, NULL, 0.2, now(), 'test')`,
+    );
+    const openBelow = (url: string) =>
+      get(url, k.enterprise).then((r) => r.json().data.map((o: { order_id: string }) => o.order_id));
+    expect(await openBelow('/v1/prices/cn-a/float-buyorder?float=0.01')).toContain('open-below');
+    expect(await openBelow('/v1/prices/cn-a/float-buyorder?float=0.2')).not.toContain('open-below');
     expect((await get('/v1/prices/cn-a/float-buyorder?float=2', k.enterprise)).json().error.message).toMatch(/^float:/);
 
     const { rows } = await pool.query<{ market_hash_name: string; n: number }>(

@@ -562,7 +562,8 @@ export class ReadModel {
       .$if(float !== undefined, (q) =>
         q.where((eb) =>
           eb.and([
-            eb('float_min', '<=', sql<string>`${float}::numeric`),
+            // A bound an order does not set (null) does not exclude any float.
+            eb.or([eb('float_min', 'is', null), eb('float_min', '<=', sql<string>`${float}::numeric`)]),
             eb.or([eb('float_max', 'is', null), eb('float_max', '>', sql<string>`${float}::numeric`)]),
           ]),
         ),

@@ -80,6 +80,6 @@ export function sendBody(
 export const sendJson = (reply: FastifyReply, json: string | Buffer) =>
   reply.header('cache-control', CACHE_CONTROL).header('vary', VARY).type('application/json; charset=utf-8').send(json);
 
-/** An object answer, serialised by the route's response schema. */
+/** An object answer, serialised by the route's response schema; it names its key too, hence `Vary`. */
 export const sendObject = (reply: FastifyReply, answer: object, cacheControl = CACHE_CONTROL) =>
-  reply.header('cache-control', cacheControl).send(answer);
+  reply.header('cache-control', cacheControl).header('vary', VARY).send(answer);
