@@ -1,6 +1,7 @@
 /**
- * Checks of the spec's row fields whose content is ours to define (docs/api.md, "Row fields whose
- * content the spec leaves to us"), shared by the suites that read rows from the API.
+ * Checks of the spec's row fields whose content is ours to define (docs/api.md, "The listing
+ * fields"; docs/architecture.md, "Row fields filled upstream"), shared by the suites that read
+ * rows from the API.
  */
 import { getMarket } from '@skinprices/domain';
 

@@ -18,7 +18,7 @@ describe('plans', () => {
     // CN-A lists every individual float buy order: enterprise; CN-B's range orders: pro.
     expect(planFor('GET /v1/prices/{market}/float-buyorder', 'cn-a')).toBe('enterprise');
     expect(planFor('GET /v1/prices/{market}/float-buyorder', 'cn-b')).toBe('pro');
-    // The 13 endpoints of the spec, plus the change feed (every plan) and stream (pro) beyond it.
+    // The 12 endpoints of the spec and /v1/status, plus the change feed (every plan) and stream (pro) beyond it.
     expect(planFor('GET /v1/prices/changes')).toBe('basic');
     expect(planFor('GET /v1/prices/stream')).toBe('pro');
     expect(ENDPOINT_IDS).toHaveLength(15);
