@@ -10,11 +10,11 @@
  * their rows are the widest the replay writes.
  */
 import { EventConsumer, type EventSerde, type ListingEvent } from '@skinprices/events';
-import { LISTING_COLUMNS, listingRow, MIGRATIONS_DIR, replay } from '@skinprices/materializer';
+import { LISTING_COLUMNS, listingRow, MaterializerMetrics, MIGRATIONS_DIR, replay } from '@skinprices/materializer';
 import type { Logger } from '@skinprices/runtime';
 import { copyRows, type CopyValue } from '@skinprices/store';
 import type { Kafka } from 'kafkajs';
-import { dropSchema, freshSchema, round } from './harness.js';
+import { cpuDelta, cpuSeconds, dropSchema, freshSchema, round } from './harness.js';
 
 export interface ReplayMix {
   /** Records the replay applied (every materialized topic, markers included). */
@@ -26,6 +26,52 @@ export interface ReplayMix {
   copy_seconds: number;
   /** Replay events/s against the raw COPY's rows/s (target ≥ 1). */
   replay_vs_copy: number;
+  /** listings.v1 fetched and decoded alone (one consumer, nothing applied): records/s. */
+  decode_events_per_s: number;
+  /**
+   * The design's floor: one process fetches and decodes every record before anything is applied,
+   * so a replay cannot pass the decode rate; against the raw COPY's rows/s.
+   */
+  decode_vs_copy: number;
+  /** Where the replay's time went (see breakdown()). */
+  breakdown: ReplayBreakdown;
+}
+
+/**
+ * Where a replay's time goes: CPU seconds per process (this one decodes and runs the
+ * materializer; PostgreSQL applies), and the materializer's own figures: records, repeats skipped
+ * before SQL, batch time per topic (summed over batches that run at once, so above the wall time)
+ * and the derive path's time per step.
+ */
+export interface ReplayBreakdown {
+  cpu_s: Record<string, number>;
+  records: Record<string, number>;
+  repeats: Record<string, number>;
+  batches: Record<string, { count: number; seconds: number }>;
+  derive: Record<string, { count: number; seconds: number }>;
+}
+
+async function breakdown(metrics: MaterializerMetrics, cpu: Record<string, number>): Promise<ReplayBreakdown> {
+  const out: ReplayBreakdown = { cpu_s: cpu, records: {}, repeats: {}, batches: {}, derive: {} };
+  const short = (topic: unknown) => String(topic).replace(/\.v\d+.*$/, '');
+  for (const m of await metrics.registry.getMetricsAsJSON()) {
+    for (const v of m.values as { labels: Record<string, unknown>; value: number; metricName?: string }[]) {
+      if (m.name === 'materializer_records_applied_total') out.records[short(v.labels.topic)] = v.value;
+      if (m.name === 'materializer_listing_repeats_total') out.repeats[String(v.labels.path)] = v.value;
+      const into =
+        m.name === 'materializer_batch_apply_duration_seconds'
+          ? [out.batches, short(v.labels.topic)]
+          : m.name === 'materializer_derive_duration_seconds'
+            ? [out.derive, String(v.labels.step)]
+            : undefined;
+      if (!into) continue;
+      const [table, key] = into as [Record<string, { count: number; seconds: number }>, string];
+      const t = (table[key] ??= { count: 0, seconds: 0 });
+      if (v.metricName?.endsWith('_count')) t.count = v.value;
+      if (v.metricName?.endsWith('_sum')) t.seconds = round(v.value, 1);
+    }
+  }
+  return out;
 }
 
 /** Every record of `topic` from its start to its end now, decoded. */
@@ -61,6 +107,9 @@ export async function replayMix(o: {
   const live = `bench_topics_${Date.now().toString(36)}`;
   let rebuilding = 0;
   let rebuilt = 0;
+  let cpuAtStart = new Map<string, number>();
+  let cpu: Record<string, number> = {};
+  const metrics = new MaterializerMetrics();
   const result = await replay(
     {
       databaseUrl: o.databaseUrl,
@@ -71,16 +120,25 @@ export async function replayMix(o: {
       hourlyRetentionDays: 100,
       swap: false,
     },
-    { kafka: o.kafka, serde: o.serde, logger: o.logger },
+    { kafka: o.kafka, serde: o.serde, logger: o.logger, metrics },
     (state) => {
-      if (state === 'rebuilding') rebuilding = performance.now();
-      if (state === 'checksums') rebuilt = performance.now();
+      if (state === 'rebuilding') {
+        rebuilding = performance.now();
+        cpuAtStart = cpuSeconds(process.pid);
+      }
+      if (state === 'checksums') {
+        rebuilt = performance.now();
+        cpu = cpuDelta(cpuAtStart, cpuSeconds(process.pid));
+      }
     },
   );
   const replaySeconds = (rebuilt - rebuilding) / 1000;
   await dropSchema(o.databaseUrl, result.schema);
 
-  const rows: CopyValue[][] = (await readAll(o.kafka, o.serde, `listings.v1${o.topicSuffix}`)).map(listingRow);
+  const d0 = performance.now();
+  const decoded = await readAll(o.kafka, o.serde, `listings.v1${o.topicSuffix}`);
+  const decodeSeconds = (performance.now() - d0) / 1000;
+  const rows: CopyValue[][] = decoded.map(listingRow);
   const pool = await freshSchema(o.databaseUrl, `${live}_copy`, 1, 'bench');
   const client = await pool.connect();
   let copySeconds: number;
@@ -103,5 +161,8 @@ export async function replayMix(o: {
     copy_rows: rows.length,
     copy_seconds: round(copySeconds, 3),
     replay_vs_copy: round(result.events / replaySeconds / (rows.length / copySeconds)),
+    decode_events_per_s: Math.round(decoded.length / decodeSeconds),
+    decode_vs_copy: round(decoded.length / decodeSeconds / (rows.length / copySeconds)),
+    breakdown: await breakdown(metrics, cpu),
   };
 }

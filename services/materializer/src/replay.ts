@@ -23,6 +23,7 @@ import { tableChecksums, type TableChecksum } from './checksums.js';
 import { kafkaGroups } from './groups.js';
 import { schemaLockSql } from './lock.js';
 import { Materializer } from './materializer.js';
+import type { MaterializerMetrics } from './metrics.js';
 
 export type ReplayState = 'locking' | 'capturing' | 'rebuilding' | 'checksums' | 'swapping' | 'done';
 
@@ -50,7 +51,7 @@ export interface ReplayResult {
 
 export async function replay(
   options: ReplayOptions,
-  deps: { kafka: Kafka; serde: EventSerde; logger: Logger },
+  deps: { kafka: Kafka; serde: EventSerde; logger: Logger; metrics?: MaterializerMetrics },
   onState: (s: ReplayState) => void = () => undefined,
 ): Promise<ReplayResult> {
   const started = Date.now();
@@ -103,7 +104,7 @@ export async function replay(
           hourlyRetentionDays: options.hourlyRetentionDays,
           stopAt,
         },
-        { kafka: deps.kafka, serde: deps.serde, pool, logger },
+        { kafka: deps.kafka, serde: deps.serde, pool, logger, ...(deps.metrics ? { metrics: deps.metrics } : {}) },
       );
       await materializer.start();
       try {
