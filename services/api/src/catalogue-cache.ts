@@ -1,21 +1,29 @@
 /**
- * The combined catalogue kept current. When the read model's version of some marketplaces moved,
- * those marketplaces (every one, when the derived values moved) are read again and spliced in,
- * one at a time: a marketplace read as JS objects is tens of MB of heap until it is bytes, and
- * twelve reads at once grew a heap that V8 kept afterwards.
+ * The combined catalogue kept current per marketplace. A marketplace whose read-model version
+ * moved (every one, once the derived values moved and `derived.maxLagMs` passed) is read again
+ * and spliced in as soon as it is read; the others are kept. An answer for some marketplaces
+ * waits only for those: a cold start changes every marketplace at once, and a client asking for
+ * one must not wait for twelve reads. How many reads run at once is the caller's `read` to bound
+ * (the API's whole-read slots): a marketplace read as JS objects is tens of MB of heap until it
+ * is bytes, and twelve at once grow a heap that V8 keeps afterwards.
  */
-import { VersionedCache, type DerivedVersion } from './bodies.js';
+import type { DerivedVersion } from './bodies.js';
 import { Catalogue, type CatalogueShard } from './catalogue.js';
 
-interface Built {
-  catalogue: Catalogue;
-  /** Each marketplace's read-model version when it was read, in the catalogue's order. */
-  versions: number[];
+/** What the catalogue holds of one marketplace: its read-model version when read, and when. */
+interface Held {
+  version: number;
   derived: number;
+  at: number;
 }
 
 export class CatalogueCache {
-  private readonly cache: VersionedCache<Built>;
+  /** Lookups answered from the cache and lookups that had to build (for /metrics). */
+  readonly stats = { hits: 0, misses: 0 };
+  private catalogue: Catalogue;
+  private readonly held: (Held | undefined)[];
+  /** Reads in flight, per marketplace (single-flight). */
+  private readonly reading = new Map<number, Promise<void>>();
 
   constructor(
     private readonly markets: readonly string[],
@@ -23,33 +31,66 @@ export class CatalogueCache {
     private readonly versionOf: (markets: readonly string[]) => number,
     private readonly read: (market: string) => Promise<CatalogueShard>,
     private readonly derived?: DerivedVersion,
+    /** A marketplace read this recently is kept even when its version moved (fresh aside). */
+    private readonly minAgeMs = 1_000,
   ) {
-    this.cache = new VersionedCache<Built>(() => versionOf(markets), 1_000, derived);
-  }
-
-  /** Lookups answered from the cache and lookups that had to build (for /metrics). */
-  get stats(): { hits: number; misses: number } {
-    return this.cache.stats;
+    this.catalogue = Catalogue.empty(markets);
+    this.held = markets.map(() => undefined);
   }
 
   /**
-   * The catalogue; `fresh`: never outdated, waiting for the rebuild instead (for builders of other
-   * cached values, see VersionedCache.fresh).
+   * The catalogue, current for `only` (indexes into the marketplaces; default every one). `fresh`:
+   * never outdated for them, waiting for their reads (builders of other cached values, see
+   * VersionedCache.fresh); otherwise a marketplace read in the last `minAgeMs` is kept, and one
+   * already held is served while it is read again.
    */
-  async get(fresh = false): Promise<Catalogue> {
-    const build = (previous: Built | undefined) => this.build(previous);
-    return (await (fresh ? this.cache.fresh('*', build) : this.cache.get('*', build))).catalogue;
+  async get(fresh = false, only?: readonly number[]): Promise<Catalogue> {
+    const wanted = only ?? this.markets.map((_, i) => i);
+    const stale = this.staleOf(wanted, fresh ? 0 : this.minAgeMs);
+    if (stale.length === 0) {
+      this.stats.hits++;
+      return this.catalogue;
+    }
+    this.stats.misses++;
+    if (fresh || stale.some((i) => this.held[i] === undefined)) {
+      await Promise.all(stale.map((i) => this.refresh(i)));
+      return this.catalogue;
+    }
+    // Served as held; the next request finds it current. A failed read is retried by the next one.
+    for (const i of stale) this.refresh(i).catch(() => undefined);
+    return this.catalogue;
   }
 
-  private async build(previous: Built | undefined): Promise<Built> {
-    // Versions before the reads: a change committed during a read makes the next lookup rebuild.
+  /** Of `wanted`, the marketplaces whose held data is older than the read model's. */
+  private staleOf(wanted: readonly number[], minAgeMs: number): number[] {
+    const now = Date.now();
+    const d = this.derived?.version() ?? 0;
+    const lag = this.derived?.maxLagMs ?? 0;
+    return wanted.filter((i) => {
+      const h = this.held[i];
+      if (!h) return true;
+      const age = now - h.at;
+      const current =
+        (h.version === this.versionOf([this.markets[i] as string]) || age < minAgeMs) && (h.derived === d || age < lag);
+      return !current;
+    });
+  }
+
+  /** Reads marketplace `i` again and splices it in (the splice is synchronous: none is lost). */
+  private refresh(i: number): Promise<void> {
+    let p = this.reading.get(i);
+    if (p) return p;
+    const market = this.markets[i] as string;
+    // Versions before the read: a change committed during it makes the next lookup read again.
+    const version = this.versionOf([market]);
     const derived = this.derived?.version() ?? 0;
-    const versions = this.markets.map((m) => this.versionOf([m]));
-    let catalogue = previous?.catalogue ?? Catalogue.empty(this.markets);
-    for (const [i, market] of this.markets.entries()) {
-      if (previous && previous.derived === derived && previous.versions[i] === versions[i]) continue;
-      catalogue = catalogue.with(market, await this.read(market));
-    }
-    return { catalogue, versions, derived };
+    p = this.read(market)
+      .then((shard) => {
+        this.catalogue = this.catalogue.with(market, shard);
+        this.held[i] = { version, derived, at: Date.now() };
+      })
+      .finally(() => this.reading.delete(i));
+    this.reading.set(i, p);
+    return p;
   }
 }

@@ -53,7 +53,7 @@ export function registerCatalogueRoutes(app: FastifyInstance, ctx: RouteContext)
 
   /**
    * The answer of 4.3/4.4 up to its envelope's tail (`tail`, when given): `{"items":…`. A
-   * selection of marketplaces is never outdated (`fresh`), as when each was held on its own.
+   * selection of marketplaces is never outdated for them (`fresh`), and waits for no other.
    */
   async function answerOf(
     markets: readonly MarketSlug[],
@@ -62,9 +62,9 @@ export function registerCatalogueRoutes(app: FastifyInstance, ctx: RouteContext)
     tail?: Buffer,
   ): Promise<Buffer> {
     const every = markets.join(',') === everyMarket;
-    const catalogue = await ctx.catalogues.get(fresh || !every);
-    const at = every ? undefined : markets.map((m) => CATALOGUE_SLUGS.indexOf(m));
-    return itemsJson(catalogue, only, ITEMS_OPEN, tail, at);
+    const at = markets.map((m) => CATALOGUE_SLUGS.indexOf(m));
+    const catalogue = await ctx.catalogues.get(fresh || !every, at);
+    return itemsJson(catalogue, only, ITEMS_OPEN, tail, every ? undefined : at);
   }
 
   app.get<{ Querystring: MarketsQuery }>(
