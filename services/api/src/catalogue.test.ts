@@ -71,6 +71,59 @@ describe('Catalogue, CatalogueShard and itemsJson', () => {
     );
   });
 
+  it('any sequence of splices holds what the last data of each marketplace says', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.nat(3), fc.array(fc.tuple(name, entry), { maxLength: 8 })), { maxLength: 12 }),
+        (steps) => {
+          const markets = ['m-0', 'm-1', 'm-2', 'm-3'];
+          const now = markets.map((market) => ({ market, entries: [] as [string, unknown][] }));
+          let c = Catalogue.empty(markets);
+          for (const [m, entries] of steps) {
+            now[m] = { market: `m-${m}`, entries };
+            c = c.with(`m-${m}`, CatalogueShard.from(entries.map(([k, v]) => [k, JSON.stringify(v)] as const)));
+            expect(itemsJson(c).equals(itemsJson(catalogueOf(markets, now)))).toBe(true);
+            expect(
+              itemsJson(c, undefined, undefined, undefined, [2, 0]).equals(
+                itemsJson(catalogueOf(markets, now), undefined, undefined, undefined, [2, 0]),
+              ),
+            ).toBe(true);
+          }
+        },
+      ),
+    );
+  });
+
+  it('a marketplace spliced again with some values changed or dropped: the same bytes as from scratch', () => {
+    fc.assert(
+      fc.property(perMarket, fc.nat(3), fc.array(fc.constantFrom('keep', 'change', 'drop')), (before, which, edits) => {
+        const markets = before.map((_, i) => `m-${i}`);
+        const m = which % markets.length;
+        const old = before.map((entries, i) => ({ market: `m-${i}`, entries }));
+        const mine = [...new Map(old[m]?.entries ?? []).entries()];
+        const next: [string, unknown][] = [];
+        mine.forEach(([k, v], j) => {
+          const edit = edits[j % Math.max(edits.length, 1)] ?? 'keep';
+          if (edit === 'keep') next.push([k, v]);
+          if (edit === 'change') next.push([k, { price: '77.77', was: v }]);
+        });
+        const now = old.map((s, i) => (i === m ? { market: s.market, entries: next } : s));
+        const spliced = catalogueOf(markets, old).with(
+          `m-${m}`,
+          CatalogueShard.from(next.map(([k, v]) => [k, JSON.stringify(v)] as const)),
+        );
+        const scratch = catalogueOf(markets, now);
+        expect(itemsJson(spliced).equals(itemsJson(scratch))).toBe(true);
+        const pick = [m, (m + 1) % markets.length];
+        expect(
+          itemsJson(spliced, undefined, undefined, undefined, pick).equals(
+            itemsJson(scratch, undefined, undefined, undefined, pick),
+          ),
+        ).toBe(true);
+      }),
+    );
+  });
+
   it('hands out views of its bytes, not copies, and knows its size', () => {
     const shard = CatalogueShard.from([
       ['a', '{"price":"1.00"}'],

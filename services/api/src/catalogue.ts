@@ -67,7 +67,17 @@ const OPEN = Buffer.from('{');
 const CLOSE = Buffer.from('}');
 const COMMA = Buffer.from(',');
 const EMPTY = Buffer.alloc(0);
-const BRACE = 0x7b;
+const COMMA_BYTE = 0x2c;
+
+/** How one member of a splice is made: its head, the runs it keeps, the shard's entry (-1: none), its size. */
+interface MemberPlan {
+  head: Buffer;
+  /** Before `at` and after it, [start, end) each in the old bytes; equal: none. */
+  runs: Uint32Array;
+  entry: number;
+  size: number;
+}
+const CLOSE_BYTE = 0x7d;
 
 /**
  * Every marketplace's catalogue as one: the members of `items` in key order (UTF-16 code units,
@@ -126,84 +136,236 @@ export class Catalogue {
 
   /**
    * This catalogue with `market`'s entries replaced by `shard`'s: the other marketplaces' objects
-   * are copied from this one's bytes, an item no marketplace lists any more is left out.
+   * are copied from this one's bytes, an item no marketplace lists any more is left out. Per
+   * member, the marketplaces before and after `market` are one run of bytes each; when no item
+   * comes or goes, the members whose entry did not change are copied as whole stretches, so a
+   * splice after a few changes is a few copies, not one per item.
    */
   with(market: string, shard: CatalogueShard): Catalogue {
-    const M = this.markets.length;
     const at = this.markets.indexOf(market);
     if (at < 0) throw new Error(`catalogue: unknown marketplace ${market}`);
-    const keys = new Set<string>();
-    for (const [i, k] of this.keyList.entries()) {
-      for (let m = 0; m < M; m++) {
-        const p = (i * M + m) * 2;
-        if (m !== at && this.places[p] !== this.places[p + 1]) {
-          keys.add(k);
-          break;
-        }
-      }
-    }
-    for (const k of shard.keys()) keys.add(k);
-    const keyList = [...keys].sort();
-    const n = keyList.length;
-    const keyJson = keyList.map((k) => Buffer.from(`${JSON.stringify(k)}:`));
     const names = this.markets.map((m) => Buffer.from(`${JSON.stringify(m)}:`));
-    // Where each object comes from: this catalogue's bytes or the shard's, [start, end).
-    const fromShard = new Uint8Array(n * M);
-    const source = new Uint32Array(n * M * 2);
-    let total = 0;
-    for (let i = 0; i < n; i++) {
-      const k = keyList[i] as string;
-      const old = this.index.get(k);
-      let size = (keyJson[i] as Buffer).length + 2;
-      let held = 0;
-      for (let m = 0; m < M; m++) {
-        const q = i * M + m;
-        let start = 0;
-        let end = 0;
-        if (m === at) {
-          const e = shard.entryOf(k);
-          if (e !== undefined) {
-            start = shard.offsets[e] as number;
-            end = shard.offsets[e + 1] as number;
-            fromShard[q] = 1;
-          }
-        } else if (old !== undefined) {
-          const p = (old * M + m) * 2;
-          start = this.places[p] as number;
-          end = this.places[p + 1] as number;
-        }
-        source[q * 2] = start;
-        source[q * 2 + 1] = end;
-        if (start === end) continue;
-        size += (held++ > 0 ? 1 : 0) + (names[m] as Buffer).length + end - start;
-      }
-      total += size;
-    }
-    const bytes = Buffer.allocUnsafe(total);
+    const { keyList, index, fromOld } = this.keysWith(at, shard);
+    if (keyList === this.keyList) return this.withSameKeys(at, shard, names);
+    const M = this.markets.length;
+    const n = keyList.length;
+    const members = keyList.map((k, i) => this.memberPlan(fromOld[i] as number, k, at, shard, names));
+    const bytes = Buffer.allocUnsafe(members.reduce((t, m) => t + m.size, 0));
     const ends = new Uint32Array(n + 1);
     const places = new Uint32Array(n * M * 2);
-    const index = new Map<string, number>();
     let w = 0;
     for (let i = 0; i < n; i++) {
-      index.set(keyList[i] as string, i);
-      w += (keyJson[i] as Buffer).copy(bytes, w);
-      bytes[w++] = BRACE;
-      let held = 0;
-      for (let m = 0; m < M; m++) {
-        const q = i * M + m;
-        const start = source[q * 2] as number;
-        const end = source[q * 2 + 1] as number;
-        if (start === end) continue;
-        if (held++ > 0) bytes[w++] = COMMA[0] as number;
-        w += (names[m] as Buffer).copy(bytes, w);
-        places[q * 2] = w;
-        w += (fromShard[q] ? shard.bytes : this.bytes).copy(bytes, w, start, end);
-        places[q * 2 + 1] = w;
-      }
-      bytes[w++] = CLOSE[0] as number;
+      w = this.writeMember(
+        members[i] as MemberPlan,
+        fromOld[i] as number,
+        i,
+        at,
+        shard,
+        names[at] as Buffer,
+        bytes,
+        w,
+        places,
+      );
       ends[i + 1] = w;
     }
     return new Catalogue(this.markets, keyList, index, bytes, ends, places);
+  }
+
+  /** `with` when every key stays: unchanged members are copied in stretches, their places moved. */
+  private withSameKeys(at: number, shard: CatalogueShard, names: readonly Buffer[]): Catalogue {
+    const M = this.markets.length;
+    const n = this.keyList.length;
+    const plans: (MemberPlan | undefined)[] = new Array<MemberPlan | undefined>(n);
+    let total = this.bytes.length;
+    for (let i = 0; i < n; i++) {
+      const k = this.keyList[i] as string;
+      const e = shard.entryOf(k);
+      const p = (i * M + at) * 2;
+      const xs = this.places[p] as number;
+      const xe = this.places[p + 1] as number;
+      if (e === undefined && xs === xe) continue;
+      if (e !== undefined && xs !== xe) {
+        const ns = shard.offsets[e] as number;
+        const ne = shard.offsets[e + 1] as number;
+        if (ne - ns === xe - xs && shard.bytes.compare(this.bytes, xs, xe, ns, ne) === 0) continue;
+      }
+      const plan = this.memberPlan(i, k, at, shard, names);
+      plans[i] = plan;
+      total += plan.size - ((this.ends[i + 1] as number) - (this.ends[i] as number));
+    }
+    const bytes = Buffer.allocUnsafe(total);
+    const ends = new Uint32Array(n + 1);
+    const places = this.places.slice();
+    let w = 0;
+    let from = 0;
+    for (let i = 0; i < n; i++) {
+      const plan = plans[i];
+      const start = this.ends[i] as number;
+      if (!plan) {
+        const delta = w + (start - from) - start;
+        if (delta !== 0) for (let q = i * M * 2; q < (i + 1) * M * 2; q++) places[q] = (places[q] as number) + delta;
+        ends[i + 1] = (this.ends[i + 1] as number) + delta;
+        continue;
+      }
+      w += this.bytes.copy(bytes, w, from, start);
+      places.fill(0, i * M * 2, (i + 1) * M * 2);
+      w = this.writeMember(plan, i, i, at, shard, names[at] as Buffer, bytes, w, places);
+      ends[i + 1] = w;
+      from = this.ends[i + 1] as number;
+    }
+    this.bytes.copy(bytes, w, from);
+    return new Catalogue(this.markets, this.keyList, this.index, bytes, ends, places);
+  }
+
+  /** How member `k` is made (o: its member here, -1: none) and its size in bytes. */
+  private memberPlan(o: number, k: string, at: number, shard: CatalogueShard, names: readonly Buffer[]): MemberPlan {
+    const runs = new Uint32Array(4);
+    let head: Buffer;
+    if (o >= 0) {
+      const first = this.ends[o] as number;
+      head = this.bytes.subarray(first, first + this.headOf(o, names));
+      this.runsOf(o, at, names, runs, 0);
+    } else head = Buffer.from(`${JSON.stringify(k)}:{`);
+    const entry = shard.entryOf(k) ?? -1;
+    const before = runs[0] !== runs[1];
+    const after = runs[2] !== runs[3];
+    let size = head.length + (runs[1] as number) - (runs[0] as number) + (runs[3] as number) - (runs[2] as number) + 1;
+    if (entry >= 0)
+      size +=
+        (before ? 1 : 0) +
+        (names[at] as Buffer).length +
+        (shard.offsets[entry + 1] as number) -
+        (shard.offsets[entry] as number);
+    if (after && (before || entry >= 0)) size += 1;
+    return { head, runs, entry, size };
+  }
+
+  /** Writes member i (o: its member here) into `bytes` at `w`, its places into `places`; returns the end. */
+  private writeMember(
+    plan: MemberPlan,
+    o: number,
+    i: number,
+    at: number,
+    shard: CatalogueShard,
+    name: Buffer,
+    bytes: Buffer,
+    w: number,
+    places: Uint32Array,
+  ): number {
+    const M = this.markets.length;
+    const [bs, be, as, ae] = plan.runs as unknown as [number, number, number, number];
+    w += plan.head.copy(bytes, w);
+    // Places move with their run: by how far the run's first byte moved.
+    if (bs !== be) {
+      this.movePlaces(o, 0, at, bs, w, places, i);
+      w += this.bytes.copy(bytes, w, bs, be);
+    }
+    const e = plan.entry;
+    if (e >= 0) {
+      if (bs !== be) bytes[w++] = COMMA_BYTE;
+      w += name.copy(bytes, w);
+      places[(i * M + at) * 2] = w;
+      w += shard.bytes.copy(bytes, w, shard.offsets[e], shard.offsets[e + 1]);
+      places[(i * M + at) * 2 + 1] = w;
+    }
+    if (as !== ae) {
+      if (bs !== be || e >= 0) bytes[w++] = COMMA_BYTE;
+      this.movePlaces(o, at + 1, M, as, w, places, i);
+      w += this.bytes.copy(bytes, w, as, ae);
+    }
+    bytes[w++] = CLOSE_BYTE;
+    return w;
+  }
+
+  /** The keys after replacing marketplace `at` by `shard`, and each one's member here (-1: new). */
+  private keysWith(
+    at: number,
+    shard: CatalogueShard,
+  ): { keyList: readonly string[]; index: Map<string, number>; fromOld: Int32Array } {
+    const M = this.markets.length;
+    /** Whether member i lists a marketplace other than `at`. */
+    const othersHold = (i: number) => {
+      for (let m = 0; m < M; m++) {
+        const p = (i * M + m) * 2;
+        if (m !== at && this.places[p] !== this.places[p + 1]) return true;
+      }
+      return false;
+    };
+    let same = true;
+    for (const k of shard.keys())
+      if (!this.index.has(k)) {
+        same = false;
+        break;
+      }
+    if (same)
+      for (let i = 0; i < this.keyList.length; i++)
+        if (!othersHold(i) && shard.entryOf(this.keyList[i] as string) === undefined) {
+          same = false;
+          break;
+        }
+    if (same) return { keyList: this.keyList, index: this.index, fromOld: Int32Array.from(this.keyList, (_, i) => i) };
+    const keys = new Set<string>();
+    this.keyList.forEach((k, i) => {
+      if (othersHold(i)) keys.add(k);
+    });
+    for (const k of shard.keys()) keys.add(k);
+    const keyList = [...keys].sort();
+    const index = new Map<string, number>();
+    keyList.forEach((k, i) => index.set(k, i));
+    return { keyList, index, fromOld: Int32Array.from(keyList, (k) => this.index.get(k) ?? -1) };
+  }
+
+  /** Bytes of member o's head, `"<key>":{`: up to its first marketplace's name. */
+  private headOf(o: number, names: readonly Buffer[]): number {
+    const M = this.markets.length;
+    for (let m = 0; m < M; m++) {
+      const p = (o * M + m) * 2;
+      if (this.places[p] !== this.places[p + 1])
+        return (this.places[p] as number) - (names[m] as Buffer).length - (this.ends[o] as number);
+    }
+    throw new Error('catalogue: a member without a marketplace');
+  }
+
+  /**
+   * Into out[at4 … at4 + 3]: the byte runs of member o's marketplaces before `at` (from the first
+   * one's name to the last one's end) and after it; a run with none is [0, 0).
+   */
+  private runsOf(o: number, at: number, names: readonly Buffer[], out: Uint32Array, at4: number): void {
+    const M = this.markets.length;
+    const run = (from: number, to: number, slot: number) => {
+      let start = -1;
+      let end = 0;
+      for (let m = from; m < to; m++) {
+        const p = (o * M + m) * 2;
+        if (this.places[p] === this.places[p + 1]) continue;
+        if (start < 0) start = (this.places[p] as number) - (names[m] as Buffer).length;
+        end = this.places[p + 1] as number;
+      }
+      out[slot] = start < 0 ? 0 : start;
+      out[slot + 1] = start < 0 ? 0 : end;
+    };
+    run(0, at, at4);
+    run(at + 1, M, at4 + 2);
+  }
+
+  /** Places of member o's marketplaces [from, to) into new member i, their run moved from `oldStart` to `newStart`. */
+  private movePlaces(
+    o: number,
+    from: number,
+    to: number,
+    oldStart: number,
+    newStart: number,
+    places: Uint32Array,
+    i: number,
+  ): void {
+    const M = this.markets.length;
+    for (let m = from; m < to; m++) {
+      const p = (o * M + m) * 2;
+      if (this.places[p] === this.places[p + 1]) continue;
+      const q = (i * M + m) * 2;
+      places[q] = (this.places[p] as number) - oldStart + newStart;
+      places[q + 1] = (this.places[p + 1] as number) - oldStart + newStart;
+    }
   }
 }
 
