@@ -45,9 +45,10 @@ reset-offsets: up ## show the materializer's stored offsets against the Kafka cl
 typecheck: deps ## tsc over every package, service and test
 	tsc -p tsconfig.json
 
-lint: deps typecheck ## typecheck, eslint (style-model rules), import cycles, the docs' config tables and links, prettier --check
+lint: deps typecheck ## typecheck, eslint (style-model rules), import cycles, unused code (knip), the docs' config tables and links, prettier --check
 	eslint .
 	tsx infra/lint/import-cycles.ts
+	knip
 	tsx infra/lint/config-doc.ts
 	tsx infra/lint/links.ts
 	prettier --check .

@@ -101,7 +101,7 @@ process.on('exit', () => {
 });
 
 /** A child that is killed when the benchmark exits, however it exits. */
-export function startProcess(
+function startProcess(
   cmd: string,
   args: string[],
   env: Record<string, string> = {},

@@ -43,7 +43,7 @@ export interface ReplayMix {
  * before SQL, batch time per topic (summed over batches that run at once, so above the wall time)
  * and the derive path's time per step.
  */
-export interface ReplayBreakdown {
+interface ReplayBreakdown {
   cpu_s: Record<string, number>;
   records: Record<string, number>;
   repeats: Record<string, number>;

@@ -35,7 +35,7 @@ export interface LockHolder {
 export type IsRun = (pid: number) => boolean;
 
 /** The marker in a run's command line (`node --import tsx infra/local/run.ts`). */
-export const RUN_SCRIPT = 'infra/local/run.ts';
+const RUN_SCRIPT = 'infra/local/run.ts';
 
 /** Whether process `pid` exists: a signal 0 to it is refused with ESRCH only when it does not (EPERM: another user's). */
 export function processExists(pid: number): boolean {
@@ -170,7 +170,7 @@ export function platformPorts(o: {
 }
 
 /** Every planned port someone else holds, with the reason (one at a time: at most a few dozen). */
-export async function takenPorts(ports: readonly PlannedPort[]): Promise<(PlannedPort & { reason: string })[]> {
+async function takenPorts(ports: readonly PlannedPort[]): Promise<(PlannedPort & { reason: string })[]> {
   const taken: (PlannedPort & { reason: string })[] = [];
   for (const p of ports) {
     const r = await portFree(p.host, p.port);

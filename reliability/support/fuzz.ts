@@ -614,7 +614,7 @@ export function fuzzCases(seed: number, count: number, keys: FuzzKeys, names: re
 // ---- judging the answers --------------------------------------------------------------------------------
 
 /** Exactly {"error":{"status":N,"code":"…","message":"…"}} with N the HTTP status. */
-export function inErrorShape(a: RawAnswer): boolean {
+function inErrorShape(a: RawAnswer): boolean {
   const text = bodyText(a);
   if (text === undefined) return false;
   let v: unknown;
@@ -637,7 +637,7 @@ export function inErrorShape(a: RawAnswer): boolean {
   );
 }
 
-export interface FuzzExample {
+interface FuzzExample {
   request: string;
   status: number | string;
   body: string;

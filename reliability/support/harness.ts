@@ -14,7 +14,7 @@ import { freePort } from '../../test/support/services.js';
 import { type TestStack, uniqueName } from '../../test/support/stack.js';
 import { startService, stopProcess, writeResult } from '../../bench/support/harness.js';
 
-export { startProcess, startService, stopProcess, median, percentile, round } from '../../bench/support/harness.js';
+export { startService, stopProcess } from '../../bench/support/harness.js';
 
 export interface ChaosArgs {
   /** The size `make test` runs: the same scenario, fewer kills, rounds and requests. */
@@ -101,7 +101,7 @@ export async function within<T>(timeoutMs: number, probe: () => Promise<T | unde
  * Runs `f` up to `times` times: creating topics while other test runs create and delete theirs on
  * the same broker now and then meets a transient metadata error (UNKNOWN_TOPIC_OR_PARTITION).
  */
-export async function retry<T>(times: number, f: () => Promise<T>): Promise<T> {
+async function retry<T>(times: number, f: () => Promise<T>): Promise<T> {
   for (let i = 1; ; i++) {
     try {
       return await f();

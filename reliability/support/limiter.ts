@@ -11,7 +11,7 @@
 import { Agent, request } from 'node:http';
 import { sleep } from './harness.js';
 
-export interface BurstResult {
+interface BurstResult {
   key: number;
   /** The APIs the burst was spread over (more than one: limits shared through Redis). */
   apis: number;

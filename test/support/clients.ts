@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { chromium, type Browser } from 'playwright-core';
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /**
  * curl's exit code, status and body for a GET with the key, decompressing as curl does. Async:

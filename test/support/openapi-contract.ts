@@ -18,7 +18,7 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
 // ---- the document ---------------------------------------------------------------------------------
 
-export interface Schema {
+interface Schema {
   type?: string | string[];
   enum?: unknown[];
   default?: unknown;
@@ -50,13 +50,13 @@ interface OperationObject {
   requestBody?: { content?: Record<string, { schema?: Schema }> };
   responses?: Record<string, ResponseObject>;
 }
-export interface OpenApiDocument {
+interface OpenApiDocument {
   openapi: string;
   paths: Record<string, Record<string, OperationObject>>;
 }
 
 /** One operation: `id` is "GET /v1/prices/{market}", as plans and ACLs name endpoints. */
-export interface Operation {
+interface Operation {
   id: string;
   method: string;
   path: string;
@@ -65,7 +65,7 @@ export interface Operation {
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
-export function operations(doc: OpenApiDocument): Operation[] {
+function operations(doc: OpenApiDocument): Operation[] {
   return Object.entries(doc.paths).flatMap(([path, item]) =>
     Object.entries(item)
       .filter(([method]) => METHODS.includes(method))
@@ -73,7 +73,7 @@ export function operations(doc: OpenApiDocument): Operation[] {
   );
 }
 
-export async function fetchDocument(origin: string): Promise<OpenApiDocument> {
+async function fetchDocument(origin: string): Promise<OpenApiDocument> {
   const res = await fetch(`${origin}/openapi.json`);
   if (res.status !== 200) throw new Error(`GET /openapi.json answered ${res.status}`);
   return (await res.json()) as OpenApiDocument;
@@ -93,7 +93,7 @@ const mediaType = (header: string | string[] | undefined) =>
 
 // ---- validation -------------------------------------------------------------------------------------
 
-export interface Answer {
+interface Answer {
   status: number;
   headers: IncomingHttpHeaders;
   /** Empty for media types checked by status and type only (streams, archives). */
@@ -122,7 +122,7 @@ type Definition = ConstructorParameters<typeof OpenAPIValidator>[0]['definition'
 const formatError = (e: { instancePath: string; message?: string; params?: unknown }) =>
   `${e.instancePath || '/'} ${e.message ?? 'invalid'} ${JSON.stringify(e.params ?? {})}`;
 
-export class ContractValidator {
+class ContractValidator {
   private readonly lib: OpenAPIValidator;
   readonly ops: Operation[];
 
@@ -175,7 +175,7 @@ function framingErrors(op: Operation, answer: Answer): string[] | undefined {
 
 // ---- requests generated from the document ----------------------------------------------------------
 
-export interface ContractKeys {
+interface ContractKeys {
   basic: string;
   pro: string;
   enterprise: string;
@@ -201,7 +201,7 @@ interface Inputs {
   body?: unknown;
 }
 
-export interface HttpRequest {
+interface HttpRequest {
   method: string;
   target: string;
   headers: Record<string, string>;
@@ -209,7 +209,7 @@ export interface HttpRequest {
 }
 
 /** One request and what it is meant to make the server answer. */
-export interface Probe {
+interface Probe {
   /** The operations the answer belongs to (a wrong method on a path: each of the path's). */
   ops: Operation[];
   what: string;
@@ -228,7 +228,7 @@ const isPlan = (p: unknown): p is Plan => PLANS.includes(p as Plan);
  * The plan a request needs: the description's "Plan: pro; cn-a: enterprise." names marketplaces
  * that raise it (x-plan carries the endpoint's own plan only).
  */
-export function planOf(op: Operation, inputs: Inputs): Plan {
+function planOf(op: Operation, inputs: Inputs): Plan {
   const m = /^Plan: (\w+)(?:; ([^.]*))?\./.exec(op.spec.description ?? '');
   for (const part of m?.[2]?.split(', ') ?? []) {
     const [slug, plan] = part.split(': ');
@@ -302,7 +302,7 @@ const documents = (op: Operation, status: number) => String(status) in (op.spec.
 const isPublic = (op: Operation) => Array.isArray(op.spec.security) && op.spec.security.length === 0;
 
 /** A value the parameter's schema refuses, where the schema says enough to make one. */
-export function badValue(schema: Schema | undefined): string | undefined {
+function badValue(schema: Schema | undefined): string | undefined {
   if (!schema) return undefined;
   if (schema.enum) return 'zz-not-documented';
   if (schema.type === 'integer' || schema.type === 'number') return 'not-a-number';
@@ -441,7 +441,7 @@ function conditional(op: Operation, base: Inputs, key: string): Probe {
 }
 
 /** Every probe of one operation, or why it cannot be asked at all. */
-export function planOperation(op: Operation, o: ContractOptions, turn: number): Probe[] | string {
+function planOperation(op: Operation, o: ContractOptions, turn: number): Probe[] | string {
   const base = baseInputs(op, o.samples);
   if (typeof base === 'string') return base;
   const valid = variants(op, base, o.samples).map<Probe>((inputs, i) => {
@@ -468,7 +468,7 @@ export function planOperation(op: Operation, o: ContractOptions, turn: number): 
 }
 
 /** 405: a method the document does not list on a path; the answer belongs to each of the path's operations. */
-export function wrongMethods(ops: Operation[], samples: Record<string, unknown>): Probe[] {
+function wrongMethods(ops: Operation[], samples: Record<string, unknown>): Probe[] {
   const byPath = new Map<string, Operation[]>();
   for (const op of ops) byPath.set(op.path, [...(byPath.get(op.path) ?? []), op]);
   return [...byPath.values()].flatMap((pathOps) => {
@@ -495,7 +495,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * One request on a connection of its own (the server closes some, after 417 and 431). Streams and
  * archives are checked by status and type only, so their bodies are not read: a stream never ends.
  */
-export function send(origin: string, r: HttpRequest): Promise<Answer> {
+function send(origin: string, r: HttpRequest): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       new URL(r.target, origin),
@@ -546,7 +546,7 @@ class Pacer {
   }
 }
 
-export interface Violation {
+interface Violation {
   method: string;
   path: string;
   status: number;
@@ -554,7 +554,7 @@ export interface Violation {
   errors: string[];
 }
 
-export interface Unexercised {
+interface Unexercised {
   method: string;
   path: string;
   status: string;
@@ -741,7 +741,7 @@ const rowShapes = (items: Schema): Schema[] =>
   [items, ...(items.anyOf ?? []), ...(items.oneOf ?? [])].filter((s) => s.properties && s.required?.length);
 
 /** Renames the first required property of every row shape (array items) in `schema`; the names renamed. */
-export function renameRowProperty(schema: Schema): string[] {
+function renameRowProperty(schema: Schema): string[] {
   const renamed: string[] = [];
   if (schema.items)
     for (const row of rowShapes(schema.items)) {
@@ -757,7 +757,7 @@ export function renameRowProperty(schema: Schema): string[] {
 }
 
 /** Adds a property the document does not have to the first row of the body (or to the body itself). */
-export function addExtraProperty(body: unknown): void {
+function addExtraProperty(body: unknown): void {
   const rows = Object.values(body as Record<string, unknown>).find(
     (v): v is Record<string, unknown>[] => Array.isArray(v) && typeof v[0] === 'object' && v[0] !== null,
   );
@@ -769,11 +769,7 @@ export function addExtraProperty(body: unknown): void {
  * whose row schema lost a required property (renamed), and the same answer with a property the
  * document does not have against the served document.
  */
-export function plantedDrift(
-  doc: OpenApiDocument,
-  op: Operation,
-  answer: Answer,
-): { document: string[]; answer: string[] } {
+function plantedDrift(doc: OpenApiDocument, op: Operation, answer: Answer): { document: string[]; answer: string[] } {
   const drifted = structuredClone(doc);
   const ok = Object.entries(drifted.paths[op.path]?.[op.method.toLowerCase()]?.responses ?? {}).find(([s]) =>
     s.startsWith('2'),

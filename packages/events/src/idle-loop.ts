@@ -21,7 +21,7 @@
  */
 import { createRequire } from 'node:module';
 
-export interface RequestQueueLike {
+interface RequestQueueLike {
   throttledUntil: number;
   pending: unknown[];
   throttleCheckTimeoutId: NodeJS.Timeout | null;

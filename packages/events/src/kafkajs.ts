@@ -24,7 +24,7 @@ import {
 const require = createRequire(import.meta.url);
 
 /** The kafkajs the replacements were written and tested against (byte for byte, in tests). */
-export const KAFKAJS_VERSION = '2.2.4';
+const KAFKAJS_VERSION = '2.2.4';
 
 /** kafkajs's files, by their deep paths (kafkajs has no `exports` map). */
 export const KAFKAJS_FILES = {

@@ -32,7 +32,7 @@ export interface ProduceRequestArgs {
   }[];
 }
 
-export interface ProduceMessage {
+interface ProduceMessage {
   key?: unknown;
   value?: unknown;
   headers?: unknown;

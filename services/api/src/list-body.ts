@@ -475,7 +475,7 @@ export interface LiquidityLag {
  * ReadModelVersion.resets), `behind` (the change journal no longer reaches back to the list's
  * position), `refused` (a patch it could not apply, SegmentedList.patch).
  */
-export type RefreshHow = 'patch' | 'first' | 'reset' | 'behind' | 'refused';
+type RefreshHow = 'patch' | 'first' | 'reset' | 'behind' | 'refused';
 
 /**
  * Where a patch's time went, for a slow refresh's log line: on a loaded machine it is mostly the

@@ -9,7 +9,7 @@ import type { SwaggerOptions } from '@fastify/swagger';
 import { ENDPOINTS, planFor, type EndpointId } from './plans.js';
 import { MARKETS } from '@skinprices/domain';
 
-export const API_VERSION = '1.3.1';
+const API_VERSION = '1.3.1';
 
 type Operation = { summary?: string; description?: string; security?: unknown; 'x-plan'?: string };
 type Document = { paths?: Record<string, Record<string, Operation>> } & Record<string, unknown>;
@@ -22,7 +22,7 @@ function planText(id: EndpointId): string {
 }
 
 /** Each keyed operation says its plan; documentation routes need no key. */
-export function decorate(doc: Document): Document {
+function decorate(doc: Document): Document {
   for (const [path, ops] of Object.entries(doc.paths ?? {}))
     for (const [method, op] of Object.entries(ops)) {
       const id = `${method.toUpperCase()} ${path}` as EndpointId;

@@ -131,7 +131,7 @@ async function changedKeys(
 
 /** The read model as the API may see it. */
 export type ReadDb = Kysely<ReadContractV1>;
-export const readDb = (pool: Pool): ReadDb => new Kysely<ReadContractV1>({ dialect: new PostgresDialect({ pool }) });
+const readDb = (pool: Pool): ReadDb => new Kysely<ReadContractV1>({ dialect: new PostgresDialect({ pool }) });
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 /** Marketplaces with daily closes (listing ones and the history-only one). */

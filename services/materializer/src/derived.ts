@@ -308,14 +308,14 @@ function liquiditySql(scope: 'all' | 'dirty'): string {
 }
 
 /** The marketplace the market-cap index is computed over (the descriptor's), and its cleaning bounds. */
-export const MARKET_CAP = {
+const MARKET_CAP = {
   market: MARKET_CAP_MARKET.slug,
   maxPrice: '1000000',
   minCount: 2,
   lookbackHours: 6,
 } as const;
 /** The outlier guard's peers of the market cap: the other marketplaces of its currency. */
-export const MARKET_CAP_PEERS: readonly string[] = MARKETS.filter(
+const MARKET_CAP_PEERS: readonly string[] = MARKETS.filter(
   (m) =>
     m.currency === MARKET_CAP_MARKET.currency && m.slug !== MARKET_CAP.market && m.capabilities.includes('listings'),
 ).map((m) => m.slug);

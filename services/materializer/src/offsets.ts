@@ -99,7 +99,7 @@ export function describeMismatch(m: OffsetMismatch): string {
 }
 
 /** How an operator gets out of it; repeated in every message so the log line alone suffices. */
-export const RESET_HINT =
+const RESET_HINT =
   'rebuild the read model from this cluster with `make replay`, or drop the stored offsets with ' +
   '`make reset-offsets ARGS=--yes` (materializer stopped; docs/architecture.md: "Offsets from another cluster")';
 
@@ -135,7 +135,7 @@ export async function clusterIdOf(admin: Admin): Promise<string> {
 }
 
 /** High watermarks of `topics` (those that exist); one ListOffsets per topic. */
-export async function topicEnds(admin: Admin, topics: readonly string[]): Promise<TopicEnds> {
+async function topicEnds(admin: Admin, topics: readonly string[]): Promise<TopicEnds> {
   const existing = new Set(await admin.listTopics());
   const ends = new Map<string, Map<number, bigint>>();
   for (const topic of new Set(topics)) {

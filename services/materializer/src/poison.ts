@@ -76,7 +76,7 @@ export interface SavepointClient {
   query: (sql: string) => Promise<unknown>;
 }
 
-export interface Poisoned<M> {
+interface Poisoned<M> {
   record: M;
   error: unknown;
 }

@@ -12,7 +12,7 @@ import type { PoolClient } from '@skinprices/store';
 const KEYED = [readTag('LISTINGS', ''), 'scores'];
 
 /** The tags the triggers do not cover, of those given. */
-export function wholeTags(tags: Iterable<string>): string[] {
+function wholeTags(tags: Iterable<string>): string[] {
   return [...new Set(tags)].filter((t) => !KEYED.some((k) => (k.endsWith(':') ? t.startsWith(k) : t === k)));
 }
 

@@ -59,7 +59,7 @@ export function priceCents(price: string | null): number {
 }
 
 /** cyrb53 (public domain, bryc): a 53-bit string hash. */
-export function cyrb53(s: string): number {
+function cyrb53(s: string): number {
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
   for (let i = 0; i < s.length; i++) {
@@ -451,7 +451,7 @@ async function readRows(client: PoolClient, events: readonly ListingEvent[]): Pr
 const COPY_ESCAPES: Readonly<Record<string, string>> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v' };
 
 /** A field of COPY's text format: \N is NULL; backslash escapes undone. */
-export function unescapeCopy(field: string): string | null {
+function unescapeCopy(field: string): string | null {
   if (field === '\\N') return null;
   if (!field.includes('\\')) return field;
   return field.replace(/\\(.)/g, (_, c: string) => COPY_ESCAPES[c] ?? c);

@@ -47,7 +47,7 @@ import type { Admin, Kafka } from 'kafkajs';
 export type GateReason = 'listed' | 'timeout' | 'stopped' | 'failed';
 
 /** Per `topic:partition`, the last offset of a cycle (the marker's end_offsets). */
-export type EndOffsets = ReadonlyMap<string, bigint>;
+type EndOffsets = ReadonlyMap<string, bigint>;
 
 export type GateState =
   | { readonly kind: 'waiting'; readonly pending: ReadonlySet<string>; readonly ends: EndOffsets }

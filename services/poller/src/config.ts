@@ -137,5 +137,3 @@ export function waitsForCatalogue(market: Market, c: PollerConfig, polled: reado
   if (!market.capabilities.includes('listings')) return true;
   return c.CATALOGUE_GATE_SCOPE === 'all' && (polled.some((k) => k !== 'LISTINGS') || c.DAILY_HISTORY !== 'off');
 }
-
-export { getMarket };

@@ -3,7 +3,7 @@
  * and daily and hourly history: all derived from the listing model, so they move with it and stay
  * plausible (bids below asks, low floats dearer, sales near the listing price).
  */
-import type { Exterior, MarketSlug, PhaseOrNone } from '@skinprices/domain';
+import type { Exterior, MarketSlug } from '@skinprices/domain';
 import { DAY_MS, getMarket } from '@skinprices/domain';
 import type { CatalogueItem } from './catalogue.js';
 import { BUCKET_MS, marketIndex, type MarketModel } from './model.js';
@@ -63,7 +63,7 @@ export interface HistoryTruth {
 }
 
 /** One closed UTC hour of one item: the listing price sampled through the hour. */
-export interface HourTruth {
+interface HourTruth {
   /** Start of the hour (ms since epoch). */
   hour: number;
   openMinor: number;
@@ -82,7 +82,7 @@ export interface HourlyHistoryTruth {
 const HOUR_MS = 3_600_000;
 
 /** Float ranges per wear tier, as marketplaces bucket them (low floats are worth more). */
-export const FLOAT_RANGES: Record<Exterior, readonly (readonly [string, string])[]> = {
+const FLOAT_RANGES: Record<Exterior, readonly (readonly [string, string])[]> = {
   'Factory New': [
     ['0.00', '0.01'],
     ['0.01', '0.02'],
@@ -405,5 +405,3 @@ export class Extras {
 }
 
 type ListingState = ReturnType<MarketModel['listing']>;
-
-export type { PhaseOrNone };

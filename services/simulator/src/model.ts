@@ -73,7 +73,7 @@ export interface ListingTruth {
 
 export const marketIndex = (slug: MarketSlug): number => MARKETS.findIndex((m) => m.slug === slug);
 
-export function overrideKey(market: string, name: string, phase: PhaseOrNone | string): string {
+function overrideKey(market: string, name: string, phase: PhaseOrNone | string): string {
   return marketItemKey(market, name, phase);
 }
 

@@ -108,7 +108,7 @@ function flag(item: Obj, key: string, fromName: boolean): void {
  * One listing → its item row with count 1, or nothing when it is not a fixed-price offer on sale
  * (an auction, a listing no longer `listed`). Throws for a listing we refuse.
  */
-export function parseListing(o: Obj): ListingRow | null {
+function parseListing(o: Obj): ListingRow | null {
   const type = str(o, 'type');
   if (type === 'auction') return null;
   if (type !== 'buy_now') throw new AppError('invalid_item', `type '${type}' is neither buy_now nor auction`);

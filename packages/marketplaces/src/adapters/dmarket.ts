@@ -126,7 +126,7 @@ function usdCents(o: Obj): string {
 }
 
 /** One offer → its item row with the offer's amount as count. Throws for an offer we refuse. */
-export function parseOffer(o: Obj): ListingRow {
+function parseOffer(o: Obj): ListingRow {
   const gameId = o.gameId;
   if (gameId !== undefined && gameId !== DMARKET_CS2)
     throw new AppError('invalid_item', `gameId ${JSON.stringify(gameId)} is not CS2`);

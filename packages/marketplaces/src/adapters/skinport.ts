@@ -33,9 +33,9 @@ import { asObj, collect, identity, int, listingRow, malformed, optStr, str, type
 import type { Kind, ListingRow, Page, Rejected, RowMap } from '../rows.js';
 
 /** Counter-Strike 2 on Skinport (Steam's app id). */
-export const SKINPORT_APP_ID = 730;
-export const SKINPORT_ITEMS_PATH = '/v1/items';
-export const SKINPORT_SALES_HISTORY_PATH = '/v1/sales/history';
+const SKINPORT_APP_ID = 730;
+const SKINPORT_ITEMS_PATH = '/v1/items';
+const SKINPORT_SALES_HISTORY_PATH = '/v1/sales/history';
 
 /**
  * "8 requests per 5 minutes". A token bucket of burst B and rate r lets B + r × 300 s requests
@@ -109,7 +109,7 @@ function seconds(o: Obj, key: string): number {
 }
 
 /** One entry of GET /v1/items, every documented field, prices as decimal strings. */
-export interface SkinportItem {
+interface SkinportItem {
   market_hash_name: string;
   currency: Currency;
   suggested_price: string | null;
@@ -133,7 +133,7 @@ export interface SkinportItem {
  * a listed item without min_price would become a false "none", a min_price with quantity 0 an
  * invented offer.
  */
-export function parseSkinportItem(raw: unknown, currency: Currency): SkinportItem {
+function parseSkinportItem(raw: unknown, currency: Currency): SkinportItem {
   const o = asObj(raw, 'item');
   const quantity = int(o, 'quantity');
   const item: SkinportItem = {
@@ -164,7 +164,7 @@ export function parseSkinportItem(raw: unknown, currency: Currency): SkinportIte
  * Our listing row of a Skinport item. /v1/items has no phase: a Doppler knife is one entry for
  * all its phases (the lowest of them, all listings counted), so its row has phase ''.
  */
-export function skinportListing(item: SkinportItem): ListingRow {
+function skinportListing(item: SkinportItem): ListingRow {
   return listingRow(identity(item.market_hash_name, null), {
     price: item.quantity === 0 ? null : item.min_price,
     count: item.quantity,
@@ -201,7 +201,7 @@ export const skinportAdapter: Adapter = {
 // individual sales, HISTORY daily closes), so there is no event these rows could become yet.
 
 /** One window of sold items: prices null when nothing sold in it (volume 0). */
-export interface SkinportSalesWindow {
+interface SkinportSalesWindow {
   min: string | null;
   max: string | null;
   avg: string | null;
@@ -209,8 +209,7 @@ export interface SkinportSalesWindow {
   volume: number;
 }
 
-export const SKINPORT_SALES_WINDOWS = ['last_24_hours', 'last_7_days', 'last_30_days', 'last_90_days'] as const;
-export type SkinportSalesWindowName = (typeof SKINPORT_SALES_WINDOWS)[number];
+type SkinportSalesWindowName = 'last_24_hours' | 'last_7_days' | 'last_30_days' | 'last_90_days';
 
 export type SkinportSalesHistoryRow = {
   market_hash_name: string;
@@ -238,7 +237,7 @@ function salesWindow(o: Obj, key: SkinportSalesWindowName): SkinportSalesWindow 
   return window;
 }
 
-export function parseSkinportSalesHistoryItem(raw: unknown, currency: Currency): SkinportSalesHistoryRow {
+function parseSkinportSalesHistoryItem(raw: unknown, currency: Currency): SkinportSalesHistoryRow {
   const o = asObj(raw, 'item');
   return {
     market_hash_name: str(o, 'market_hash_name'),

@@ -55,14 +55,10 @@ import { asObj, collect, identity, int, listingRow, malformed, minorPrice, str, 
 import type { Kind, ListingRow, Page, RowMap } from '../rows.js';
 
 export const STEAM_SEARCH_PATH = '/market/search/render/';
-export const STEAM_PRICEOVERVIEW_PATH = '/market/priceoverview/';
 /** Counter-Strike 2 (formerly CS:GO, the same app id). */
 export const STEAM_APPID = 730;
 /** The most `search/render` ever returned per page; Steam may send fewer (10 today). */
 export const STEAM_PAGE = 100;
-
-/** Steam's ECurrency ids for the currencies our marketplaces carry. */
-export const STEAM_CURRENCY_ID: Readonly<Record<Currency, number>> = { USD: 1, EUR: 3, CNY: 23 };
 
 /** What the sources agree on: about 20 requests within a minute, the 21st answered with a bare 429. */
 export const STEAM_BUDGET = { requests: 20, windowMs: 60_000 } as const;
@@ -159,7 +155,7 @@ export function parseSteamPriceOverview(body: unknown, currency: Currency): Stea
 }
 
 /** One search result → a listing row; throws (refused row) for anything it cannot vouch for. */
-export function parseSteamResult(o: Obj, currency: Currency): ListingRow {
+function parseSteamResult(o: Obj, currency: Currency): ListingRow {
   const name = str(o, 'hash_name');
   const asset = asObj(o.asset_description, 'asset_description');
   if (asset.appid !== STEAM_APPID) throw refuse(`${name}: appid ${JSON.stringify(asset.appid)} is not CS2`);

@@ -20,7 +20,7 @@ import type { ChangeLog, ChangeRow, LogState } from './log.js';
 import { StreamSlots, type ChangeWaker } from './waker.js';
 
 /** Marketplaces whose listing changes are logged. */
-export const FEED_MARKETS: readonly MarketSlug[] = slugs(LISTING_MARKETS);
+const FEED_MARKETS: readonly MarketSlug[] = slugs(LISTING_MARKETS);
 
 /** One committed change of the feed and the stream. */
 const Change = closed({
@@ -88,7 +88,7 @@ const STREAM = {
 };
 
 /** Open streams a key may hold per plan (the stream needs pro). */
-export const STREAMS_PER_KEY: Record<string, number> = { basic: 0, pro: 2, enterprise: 10 };
+const STREAMS_PER_KEY: Record<string, number> = { basic: 0, pro: 2, enterprise: 10 };
 
 export interface ChangeRouteOptions {
   log: ChangeLog;
@@ -100,7 +100,7 @@ export interface ChangeRouteOptions {
 }
 
 /** One change as customers see it; `cursor` continues after it. */
-export function changeJson(epoch: string, r: ChangeRow): Record<string, unknown> {
+function changeJson(epoch: string, r: ChangeRow): Record<string, unknown> {
   return {
     cursor: formatCursor(epoch, BigInt(r.seq)),
     market: r.market,

@@ -32,7 +32,7 @@ const absolutePath = require('swagger-ui-dist/absolute-path.js') as () => string
 export const SWAGGER_UI_VERSION = (require('swagger-ui-dist/package.json') as { version: string }).version;
 
 /** Swagger UI's configuration: our document, our origin, no validator badge (a request to swagger.io). */
-export const REFERENCE_SCRIPT = `'use strict';
+const REFERENCE_SCRIPT = `'use strict';
 // Served by the API (services/api/src/pages/reference.ts).
 window.ui = SwaggerUIBundle({
   url: '/openapi.json',
@@ -55,7 +55,7 @@ interface Asset {
 }
 
 /** The files /docs/assets/ serves; anything else is a 404 (no path ever reaches the file system). */
-export const ASSETS: Readonly<Record<string, Asset>> = {
+const ASSETS: Readonly<Record<string, Asset>> = {
   'swagger-ui-bundle.js': { type: 'text/javascript; charset=utf-8', source: { file: 'swagger-ui-bundle.js' } },
   'swagger-ui.css': { type: 'text/css; charset=utf-8', source: { file: 'swagger-ui.css' } },
   'favicon-32x32.png': { type: 'image/png', source: { file: 'favicon-32x32.png' } },
@@ -96,7 +96,7 @@ const asset = (name: string) => `/docs/assets/${name}?v=${SWAGGER_UI_VERSION}`;
 /** The icon of every page (the status page links it too). */
 export const FAVICON_URL = asset('favicon-32x32.png');
 
-export function referencePage(): string {
+function referencePage(): string {
   return html`<!doctype html>
     <html lang="en">
       <head>

@@ -43,7 +43,7 @@ const SEARCH_MARKETS: readonly MarketSlug[] = MARKETS.filter((m) => m.capabiliti
   (m) => m.slug,
 );
 /** Marketplaces with a daily history (GET /v1/prices/{market}/history). */
-export const CHART_MARKETS: readonly MarketSlug[] = MARKETS.filter(
+const CHART_MARKETS: readonly MarketSlug[] = MARKETS.filter(
   (m) => m.capabilities.includes('listings') || m.capabilities.includes('history'),
 ).map((m) => m.slug);
 
@@ -94,7 +94,7 @@ function sameOrigin(req: FastifyRequest): boolean {
 
 // ---- the view ---------------------------------------------------------------------------------------
 
-export interface ItemView {
+interface ItemView {
   name: string;
   /** ReadModel.search rows; undefined when the key may not call GET /v1/prices/search. */
   rows: Record<string, unknown>[] | undefined;
@@ -104,7 +104,7 @@ export interface ItemView {
   refused: EndpointId[];
 }
 
-export interface StatusPageView {
+interface StatusPageView {
   report: StatusReport;
   customer: string;
   plan: string;
@@ -341,7 +341,7 @@ function itemSection(item: ItemView): Html {
 }
 
 /** The page's HTML from what the handler read: pure (unit-tested). */
-export function renderStatusPage(v: StatusPageView): string {
+function renderStatusPage(v: StatusPageView): string {
   const r = v.report;
   const phases = [...new Set((v.item?.rows ?? []).map((x) => String(x.phase)))];
   return layout(
@@ -366,7 +366,7 @@ export function renderStatusPage(v: StatusPageView): string {
 }
 
 /** The key form (401) or an error (any other status), as a page. */
-export function renderProblemPage(e: ApiError, item: string): string {
+function renderProblemPage(e: ApiError, item: string): string {
   if (e.status === 401)
     return layout(
       'Status: a key is needed',

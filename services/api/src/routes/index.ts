@@ -16,8 +16,6 @@ import { registerStatusRoutes } from './status.js';
 import { registerStoreRoutes } from './store.js';
 
 export type { RouteContext } from './context.js';
-export { CATALOGUE_MARKETS, LIST_MARKETS, LIST_SLUGS, CATALOGUE_SLUGS, FLOAT_RANGED_MARKETS } from './exposure.js';
-
 export function registerRoutes(app: FastifyInstance, ctx: RouteContext, changes: ChangeRouteOptions): void {
   // Static paths first is Fastify's rule anyway; the store's /v1/{store_market} is the most general.
   registerCatalogueRoutes(app, ctx);

@@ -15,7 +15,7 @@ import { API_ERROR_CODES } from '../errors.js';
 import { PLANS, type Plan } from '../plans.js';
 
 const DECIMAL_PATTERN = '^-?\\d+(\\.\\d+)?$';
-export const Dec = Type.String({ pattern: DECIMAL_PATTERN, description: 'decimal string (never a JSON number)' });
+const Dec = Type.String({ pattern: DECIMAL_PATTERN, description: 'decimal string (never a JSON number)' });
 /** Type arrays rather than anyOf: fast-json-stringify serialises them without trying branches. */
 export const DecOrNull = Type.Unsafe<string | null>({
   type: ['string', 'null'],
@@ -44,12 +44,11 @@ const Liquidity = Type.Unsafe<string | null>({
     "0..100 (two decimals), per item across marketplaces, for the current UTC day from the state at its start: 100 × mean of depth n/(n+20) (n: listings at the day before's closes, every marketplace), velocity s/(s+10) (s: sales in the 7 days before; with a sale in 30 days) and spread min(1, best CNY bid held at the day's start / lowest CNY close of the day before); null without a listing at the day before's close, or with neither sales nor a bid. Changes when the day rolls over (00:00 UTC) or late data about the days before arrive.",
 });
 export const TsOrNull = Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'date-time' });
-export const Day = Type.String({ format: 'date', description: 'YYYY-MM-DD (UTC)' });
+const Day = Type.String({ format: 'date', description: 'YYYY-MM-DD (UTC)' });
 export const IntOrNull = Type.Unsafe<number | null>({ type: ['integer', 'null'] });
-export const StrOrNull = Type.Unsafe<string | null>({ type: ['string', 'null'] });
-export const BoolOrNull = Type.Unsafe<boolean | null>({ type: ['boolean', 'null'] });
+const StrOrNull = Type.Unsafe<string | null>({ type: ['string', 'null'] });
 const Bit = Type.Unsafe<0 | 1>({ type: 'integer', enum: [0, 1] });
-export const PlanName = Type.Unsafe<Plan>({ type: 'string', enum: [...PLANS] });
+const PlanName = Type.Unsafe<Plan>({ type: 'string', enum: [...PLANS] });
 
 /** Who asked and when: the tail of every answer of ours (spec 2.2). */
 export const keyFields = {
@@ -165,7 +164,7 @@ export function searchRowSchema(market: Market): TSchema {
 }
 
 /** One marketplace's object of a catalogue item (2.6). */
-export function catalogueEntrySchema(market: Market): TSchema {
+function catalogueEntrySchema(market: Market): TSchema {
   return closed({
     [market.priceField]: Dec,
     count: Type.Integer(),
@@ -309,7 +308,7 @@ export type CapPoint = Static<typeof DailyCapPoint> | Static<typeof HourlyCapPoi
 
 // ---- errors ----------------------------------------------------------------------------------------------
 
-export const ErrorBody = closed({
+const ErrorBody = closed({
   error: closed({
     status: Type.Integer(),
     code: Type.Unsafe<string>({ type: 'string', enum: [...API_ERROR_CODES] }),

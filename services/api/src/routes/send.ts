@@ -11,8 +11,8 @@ import type { ApiKey } from '../keys.js';
  * caller's customer and plan, so a shared cache must keep one copy per key: hence `Vary` on both
  * key headers (and on Accept-Encoding, for the gzip and plain forms).
  */
-export const CACHE_CONTROL = 'public, max-age=30';
-export const VARY = 'accept-encoding, x-api-key, authorization';
+const CACHE_CONTROL = 'public, max-age=30';
+const VARY = 'accept-encoding, x-api-key, authorization';
 
 /**
  * A marketplace list's answer header: when the marketplace's whole list was last confirmed

@@ -35,7 +35,7 @@ const MarketFreshness = closed({
   failed_in_a_row: Type.Integer(),
 });
 
-export const StatusAnswer = closed({
+const StatusAnswer = closed({
   status: Type.Unsafe<string>({ type: 'string', enum: ['ok', 'degraded'] }),
   now: Ts,
   data_time: TsOrNull,

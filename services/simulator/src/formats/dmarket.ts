@@ -31,9 +31,9 @@ import { intParam, ok, type Route, type SimContext, type UpstreamResponse } from
 
 export const DMARKET_PATH = '/exchange/v1/market/items';
 export const MAX_LIMIT = 100;
-export const DEFAULT_LIMIT = 50;
+const DEFAULT_LIMIT = 50;
 /** Offset paging stops after this many pages (DMarket's blog, "Changes in the API"). */
-export const MAX_OFFSET_PAGES = 100;
+const MAX_OFFSET_PAGES = 100;
 
 /** Game ids DMarket knows; only CS2 has offers here. */
 const GAMES = new Set(['a8db', '9a92', 'tf2', 'rust']);

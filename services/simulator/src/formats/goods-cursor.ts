@@ -24,7 +24,7 @@ const WEAR_TAG: Record<string, string> = {
   'Battle-Scarred': 'wearcategory4',
 };
 
-export const templateId = (ctx: SimContext, item: CatalogueItem): number =>
+const templateId = (ctx: SimContext, item: CatalogueItem): number =>
   100_000 + (ctx.model.nameIndex.get(item.marketHashName) ?? item.index);
 
 const base = (ctx: SimContext, item: CatalogueItem) => ({

@@ -8,8 +8,8 @@ import { DAY_MS } from '@skinprices/domain';
 import { formatMinor } from '../model.js';
 import { badRequest, intParam, ok, type Route, type UpstreamResponse } from './types.js';
 
-export const HISTORY_DAYS = 400;
-export const HOURLY_HISTORY_DAYS = 100;
+const HISTORY_DAYS = 400;
+const HOURLY_HISTORY_DAYS = 100;
 
 /** The `date` parameter as days since epoch, or an error answer. */
 function dayParam(q: URLSearchParams): number | UpstreamResponse {

@@ -25,4 +25,4 @@ export const ROUTES: Record<UpstreamFormat, Record<string, Route>> = {
   csfloat: csfloatRoutes,
   'steam-market': steamMarketRoutes,
 };
-export type { Route, RouteRequest, SimContext, UpstreamResponse } from './types.js';
+export type { Route, SimContext, UpstreamResponse } from './types.js';

@@ -71,7 +71,7 @@ const CATEGORY: Record<CatalogueItem['category'], string> = {
 };
 
 /** The moment the cached answers show: the last 5-minute boundary. */
-export const skinportSnapshotAt = (now: number): number => Math.floor(now / SKINPORT_CACHE_MS) * SKINPORT_CACHE_MS;
+const skinportSnapshotAt = (now: number): number => Math.floor(now / SKINPORT_CACHE_MS) * SKINPORT_CACHE_MS;
 
 /**
  * A price as Skinport prints it: a JSON number. Number() of our exact 2-decimal string is the

@@ -22,7 +22,7 @@ export interface UpstreamResponse {
 }
 
 /** The parts of the request a route may look at (Accept-Encoding, Authorization). */
-export interface RouteRequest {
+interface RouteRequest {
   headers: IncomingHttpHeaders;
 }
 
