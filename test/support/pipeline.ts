@@ -3,7 +3,14 @@
  * Kafka and registry, on topics of their own (the project's names plus a unique suffix).
  */
 import { DATA_KIND_NAMES, getMarket, type MarketSlug, type UpstreamFormat } from '@skinprices/domain';
-import { EventConsumer, EventProducer, topicDefinitions, type EventKind, type EventMap } from '@skinprices/events';
+import {
+  EventConsumer,
+  EventProducer,
+  topicDefinitions,
+  type EventKind,
+  type EventMap,
+  type EventSerde,
+} from '@skinprices/events';
 import { adapterFor, UpstreamClient, type Adapter, type Kind } from '@skinprices/marketplaces';
 import { Materializer, MIGRATIONS_DIR, OutboxPublisher, type MaterializerOptions } from '@skinprices/materializer';
 import { PollerMetrics, Poller, type PollerDeps, type PollerOptions } from '@skinprices/poller';
@@ -92,11 +99,13 @@ export async function startPoller(
     apiKey?: string;
     /** Wraps the format's adapter (tests that watch or bend it). */
     wrapAdapter?: (adapter: Adapter) => Adapter;
+    /** Wraps the schema-registry serde (tests that fail it for a while). */
+    wrapSerde?: (serde: EventSerde) => EventSerde;
     /** The platform's catalogue, which the kinds other than the first listings wait for (PollerDeps.catalogue). */
     catalogue?: PollerDeps['catalogue'];
   } = {},
 ): Promise<{ poller: Poller; client: UpstreamClient }> {
-  const { format, apiKey, deadlineMs, timeoutMs, wrapAdapter, catalogue, ...options } = extra;
+  const { format, apiKey, deadlineMs, timeoutMs, wrapAdapter, wrapSerde, catalogue, ...options } = extra;
   const registered = getMarket(market);
   const m = format ? { ...registered, upstreamFormat: format } : registered;
   const formatAdapter = adapterFor(m.upstreamFormat);
@@ -120,7 +129,7 @@ export async function startPoller(
     {
       client,
       producer,
-      serde: stack.serde,
+      serde: wrapSerde ? wrapSerde(stack.serde) : stack.serde,
       admin,
       logger: createLogger(`poller-${market}`, 'silent'),
       metrics: new PollerMetrics(),

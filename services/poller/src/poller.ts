@@ -693,6 +693,8 @@ export class Poller {
     if (!c) {
       c = this.deps.serde.codec(topic, eventKind);
       this.codecs.set(topic, c);
+      // A registration that failed (the registry away) is asked again by the next cycle, not kept.
+      c.catch(() => this.codecs.delete(topic));
     }
     return c;
   }
