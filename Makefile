@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps up up-cluster down status run build replay reset-offsets keys test test-unit test-integration bench bench-tools chaos lint config-doc typecheck format clean
+.PHONY: help deps up up-cluster down status run build replay reset-offsets keys test test-unit test-integration bench bench-floors bench-tools chaos lint config-doc typecheck format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -71,6 +71,10 @@ bench-tools: ## nginx, wrk, curl and Chromium from Debian's packages (the benchm
 
 bench: up bench-tools ## every benchmark at full size, 3 runs each: bench/results.md and bench/results.json (about 45 min)
 	node --import tsx bench/run.ts
+
+bench-floors: up ## what any design reaches here, PostgreSQL only: the ingest path's floor (bench/ingest-floor.ts, 3 runs) and a list patch's cost by size (bench/list-patch.ts)
+	node --import tsx bench/ingest-floor.ts --runs 3 --out bench/results/ingest-floor.json
+	node --import tsx bench/list-patch.ts
 
 chaos: up ## bounded fault run (~20 min): broker kill on a three-node cluster, materializer kills, upstream faults, hostile requests, the limiter, poisoned records: reliability/results.md and results.json; CHAOS_SEED=n repeats a run
 	node --import tsx reliability/run.ts
