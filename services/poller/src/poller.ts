@@ -33,6 +33,7 @@ import {
   type FetchContext,
   type Kind,
   type KindInput,
+  type Page,
   type RowMap,
   type UpstreamClient,
 } from '@skinprices/marketplaces';
@@ -126,6 +127,61 @@ export interface CycleResult {
 }
 
 type Emitted = RowMap[Kind];
+
+/**
+ * One running cycle: what it decided when it started, and what it has counted since. The
+ * counters and `error` move as its pages are fetched and sent; its marker reports them.
+ */
+interface CycleRun {
+  readonly job: Job;
+  readonly kind: Kind;
+  readonly labels: { market: string; kind: Kind };
+  /** A delta kind's cycle (isDeltaKind): it remembers what the topic says, and removes. */
+  readonly delta: boolean;
+  readonly full: boolean;
+  /** The upstream day (days since epoch) the cycle started in. */
+  readonly day: number;
+  readonly startedAt: number;
+  readonly cycleId: string;
+  readonly input: KindInput;
+  /** The marker's removals_sent (Job.removals). */
+  readonly removalsSent: boolean;
+  /** Whether each record carries removals_sent too. */
+  readonly flagRecords: boolean;
+  /** Ends the cycle's duration metric. */
+  readonly timer: () => number;
+  readonly codec: TopicCodec<EventKind>;
+  /** The rows the cycle saw, by row key. */
+  readonly seen: Map<string, Emitted>;
+  /** Per partition of the data topic, the highest offset a send of this cycle was given. */
+  readonly produced: Map<number, bigint>;
+  /** A FULL cycle's repeats, sent after its pages when deferRepeats. */
+  readonly deferred: { events: EventMap[EventKind][]; seen: [string, Emitted][] };
+  /**
+   * A FULL cycle of a delta kind re-sends every row, most of them as the topic last said them
+   * (only observed_at moves). Those go after the cycle's pages, so that a row whose price did
+   * change is not queued in its partition, and in the materializer, behind thousands of
+   * repeats from earlier pages: the changed rows arrive at the pace of the upstream's pages,
+   * the repeats as one burst at the end, which the materializer takes in large batches.
+   */
+  readonly deferRepeats: boolean;
+  /** Records on the data topic (the marker's events_emitted, vouched for by its end offsets). */
+  emitted: number;
+  /** HISTORY: records on history-hours.v1. */
+  hoursEmitted: number;
+  rejected: number;
+  duplicates: number;
+  /** What broke the cycle off (fetching or sending); undefined while nothing did. */
+  error: unknown;
+}
+
+/** What one page sends: its records, the rows they say (for job.last), and HISTORY's hours. */
+interface PageRecords {
+  out: EventMap[EventKind][];
+  pageSeen: [string, Emitted][];
+  /** HISTORY: the page's hours, for history-hours.v1 (historyRecords). */
+  hoursOut: HistoryHoursEvent[];
+}
 
 class Job {
   state: JobState = 'idle';
@@ -410,9 +466,31 @@ export class Poller {
     return this.cycle(job);
   }
 
+  /** One cycle of `job`: its pages, the repeats deferred to its end, its removals, then its marker. */
   private async cycle(job: Job): Promise<CycleResult> {
+    const run = await this.startCycle(job);
+    await this.fetchPages(run);
+    await this.sendRepeats(run);
+    // An answer with no item at all, after earlier ones had some, is a broken answer however
+    // clean it looks: it removes nothing, and its cycle is not COMPLETE.
+    const emptied = run.delta && !run.error && run.seen.size === 0 && job.last.size > 0;
+    await this.sendRemovals(run, emptied);
+    this.advanceWindows(job, run.kind, run.seen, run.error);
+    // After the cycle's records were acknowledged, before its marker: a restart resumes past them.
+    if (!run.error)
+      await this.keepCursor(job).catch((err: unknown) =>
+        this.deps.logger.warn({ err, kind: run.kind }, 'cursor not kept: a restart would fetch this cycle again'),
+      );
+    return this.endCycle(run, emptied);
+  }
+
+  /**
+   * Decides the cycle's mode, input and id, counts it, and resolves its data topic's codec (a
+   * registry away throws: the cycle crashes before it fetches anything).
+   */
+  private async startCycle(job: Job): Promise<CycleRun> {
     const { market } = this.options;
-    const { client, producer, metrics, logger } = this.deps;
+    const { client, metrics, logger } = this.deps;
     const kind = job.kind;
     const labels = { market: market.slug, kind };
     if (!client.hasClock)
@@ -425,8 +503,6 @@ export class Poller {
     const full = !delta || job.last.size === 0 || job.cycles % this.options.fullEvery === 0 || job.fullDay !== day;
     if (delta && full && job.removals === 'settling') job.removals = 'sent';
     const removalsSent = delta && job.removals === 'sent';
-    // Only listings.v1 records carry the flag (a consumer of buy orders reads it on the marker).
-    const flagRecords = removalsSent && kind === 'LISTINGS';
     const timer = metrics.cycleSeconds.startTimer(labels);
     const input = this.inputFor(job, startedAt);
     const cycleId =
@@ -434,29 +510,40 @@ export class Poller {
         ? `${market.slug}:HISTORY:${new Date(input.day * DAY_MS).toISOString().slice(0, 10)}${input.closes === false ? ':hours' : ''}`
         : `${market.slug}:${kind}:${startedAt}:${job.cycles}`;
     job.cycles++;
-
     const codec = await this.codec(kind);
-    const seen = new Map<string, Emitted>();
-    /** Per partition of the data topic, the highest offset a send of this cycle was given. */
-    const produced = new Map<number, bigint>();
-    const wrote = (metadata: readonly RecordMetadata[]): void => {
-      for (const m of metadata) {
-        const at = m.baseOffset ?? m.offset;
-        if (m.topicName !== codec.topic || at === undefined) continue;
-        const before = produced.get(m.partition);
-        if (before === undefined || BigInt(at) > before) produced.set(m.partition, BigInt(at));
-      }
+    return {
+      job,
+      kind,
+      labels,
+      delta,
+      full,
+      day,
+      startedAt,
+      cycleId,
+      input,
+      removalsSent,
+      // Only listings.v1 records carry the flag (a consumer of buy orders reads it on the marker).
+      flagRecords: removalsSent && kind === 'LISTINGS',
+      timer,
+      codec,
+      seen: new Map(),
+      produced: new Map(),
+      deferred: { events: [], seen: [] },
+      deferRepeats: full && delta && job.last.size > 0,
+      emitted: 0,
+      hoursEmitted: 0,
+      rejected: 0,
+      duplicates: 0,
+      error: undefined,
     };
-    /** Records on the data topic (the marker's events_emitted, vouched for by its end offsets). */
-    let emitted = 0;
-    /** HISTORY: records on history-hours.v1. */
-    let hoursEmitted = 0;
-    let rejected = 0;
-    let duplicates = 0;
-    let error: unknown;
-    const ctx: FetchContext = {
+  }
+
+  /** Upstream requests of `job`'s cycle: rate-limited, retried, aborted by stop(). */
+  private fetchContext(job: Job): FetchContext {
+    const { client, logger } = this.deps;
+    return {
       client,
-      market: market.slug,
+      market: this.options.market.slug,
       signal: job.requests.signal,
       request: (fn) =>
         withRetry(fn, {
@@ -467,192 +554,247 @@ export class Poller {
           bare429Ms: this.adapter.limits?.bare429BackoffMs,
           signal: job.requests.signal,
           onRetry: (err, attempt, waitMs) =>
-            logger.warn({ kind, code: err.code, attempt, waitMs, msg: err.message }, 'retrying upstream request'),
+            logger.warn(
+              { kind: job.kind, code: err.code, attempt, waitMs, msg: err.message },
+              'retrying upstream request',
+            ),
         }),
     };
+  }
 
-    /** Sends a page; only what reached Kafka counts as said (job.last, salesSeen). */
-    const send = async (events: EventMap[EventKind][], pageSeen: readonly [string, Emitted][]): Promise<void> => {
-      let res: Awaited<ReturnType<typeof producer.send>>;
-      try {
-        res = await producer.send(codec, events);
-      } catch (err) {
-        if (delta) for (const [k, e] of pageSeen) if (!job.last.has(k)) job.unsure.set(k, e);
-        throw err;
-      }
-      wrote(res.metadata);
-      emitted += res.sent;
-      rejected += res.rejected.length;
+  /** Pages through the upstream, sending each page's records; what breaks it off is the cycle's error. */
+  private async fetchPages(run: CycleRun): Promise<void> {
+    const { job, kind, input } = run;
+    try {
+      for await (const page of aheadOne((job.adapter ?? this.adapter).pages(kind, this.fetchContext(job), input)))
+        await this.takePage(run, page);
+    } catch (err) {
+      run.error = err;
+    }
+  }
+
+  /** Counts a page's refused rows, then sends its records: a HISTORY day's hours before its close. */
+  private async takePage(run: CycleRun, page: Page<Kind>): Promise<void> {
+    const { kind, labels } = run;
+    const { client, producer, metrics, logger } = this.deps;
+    if (page.rejected.length > 0) {
+      run.rejected += page.rejected.length;
+      metrics.rejected.inc(labels, page.rejected.length);
+      logger.warn({ kind, rejected: page.rejected.length, first: page.rejected[0]?.reason }, 'upstream rows refused');
+    }
+    const { out, pageSeen, hoursOut } = this.classify(run, page.rows, client.upstreamNow());
+    // A day's hours before its close: a consumer that has the close has the hours before it.
+    if (hoursOut.length > 0) {
+      const res = await producer.send(await this.eventCodec('historyHours'), hoursOut);
+      run.hoursEmitted += res.sent;
+      run.rejected += res.rejected.length;
       metrics.events.inc(labels, res.sent);
-      if (delta)
-        for (const [k, e] of pageSeen) {
-          job.last.set(k, e);
-          job.unsure.delete(k);
-        }
-      if (kind === 'SALES') for (const [k] of pageSeen) job.salesSeen.add(k);
-    };
-    // A FULL cycle of a delta kind re-sends every row, most of them as the topic last said them
-    // (only observed_at moves). Those go after the cycle's pages, so that a row whose price did
-    // change is not queued in its partition, and in the materializer, behind thousands of
-    // repeats from earlier pages: the changed rows arrive at the pace of the upstream's pages,
-    // the repeats as one burst at the end, which the materializer takes in large batches.
-    const deferred: { events: EventMap[EventKind][]; seen: [string, Emitted][] } = { events: [], seen: [] };
-    const deferRepeats = full && delta && job.last.size > 0;
+    }
+    if (out.length > 0) await this.send(run, out, pageSeen);
+  }
 
+  /**
+   * A page's records. Rows the cycle already saw are counted and dropped, and so are sales an
+   * earlier window sent; HISTORY rows become closes and hours; the other rows become records —
+   * those the topic already says only on a FULL cycle, and there deferred to the cycle's end
+   * (deferRepeats).
+   */
+  private classify(run: CycleRun, rows: readonly Emitted[], observedAt: number): PageRecords {
+    const { job, kind, full, seen } = run;
+    const { market } = this.options;
+    const page: PageRecords = { out: [], pageSeen: [], hoursOut: [] };
+    for (const row of rows) {
+      const key = rowKey(kind, row);
+      const e: Emitted = row;
+      const before = seen.get(key);
+      if (before) {
+        this.countDuplicate(run, key, before, e);
+        continue;
+      }
+      if (kind === 'SALES' && job.salesSeen.has(key)) continue;
+      seen.set(key, e);
+      if (kind === 'HISTORY') {
+        const { point, hours } = historyRecords(market, row as RowMap['HISTORY'], observedAt);
+        if (hours) page.hoursOut.push(hours);
+        if (point) page.out.push(point);
+        continue;
+      }
+      const last = job.last.get(key);
+      const repeat = last !== undefined && sameRow(last, e);
+      if (repeat && !full) continue;
+      const event = toEvent<Kind>(kind, market, row, observedAt, run.cycleId);
+      if (run.flagRecords) (event as { removals_sent?: boolean }).removals_sent = true;
+      if (repeat && run.deferRepeats) {
+        run.deferred.events.push(event);
+        run.deferred.seen.push([key, e]);
+        continue;
+      }
+      page.out.push(event);
+      page.pageSeen.push([key, e]);
+    }
+    return page;
+  }
+
+  /**
+   * A row the cycle saw before. An exact repeat (paging overlap) is harmless; the same item with
+   * other data means we cannot tell which is true, so the cycle is not clean.
+   */
+  private countDuplicate(run: CycleRun, key: string, before: Emitted, row: Emitted): void {
+    const { metrics, logger } = this.deps;
+    if (sameRow(before, row)) {
+      run.duplicates++;
+      metrics.duplicates.inc(run.labels);
+    } else {
+      run.rejected++;
+      metrics.rejected.inc(run.labels);
+      logger.warn({ kind: run.kind, key }, 'conflicting duplicate row');
+    }
+  }
+
+  /** Sends a page's records, or a batch of repeats; only what reached Kafka counts as said (job.last, salesSeen). */
+  private async send(
+    run: CycleRun,
+    events: EventMap[EventKind][],
+    pageSeen: readonly [string, Emitted][],
+  ): Promise<void> {
+    const { job, kind, delta } = run;
+    let res: Awaited<ReturnType<EventProducer['send']>>;
     try {
-      for await (const page of aheadOne((job.adapter ?? this.adapter).pages(kind, ctx, input))) {
-        if (page.rejected.length > 0) {
-          rejected += page.rejected.length;
-          metrics.rejected.inc(labels, page.rejected.length);
-          logger.warn(
-            { kind, rejected: page.rejected.length, first: page.rejected[0]?.reason },
-            'upstream rows refused',
-          );
-        }
-        const observedAt = client.upstreamNow();
-        const out: EventMap[EventKind][] = [];
-        const pageSeen: [string, Emitted][] = [];
-        /** HISTORY: the page's hours, for history-hours.v1 (historyRecords). */
-        const hoursOut: HistoryHoursEvent[] = [];
-        for (const row of page.rows) {
-          const key = rowKey(kind, row);
-          const e: Emitted = row;
-          const before = seen.get(key);
-          if (before) {
-            // An exact repeat (paging overlap) is harmless; the same item with other data means
-            // we cannot tell which is true, so the cycle is not clean.
-            if (sameRow(before, e)) {
-              duplicates++;
-              metrics.duplicates.inc(labels);
-            } else {
-              rejected++;
-              metrics.rejected.inc(labels);
-              logger.warn({ kind, key }, 'conflicting duplicate row');
-            }
-            continue;
-          }
-          if (kind === 'SALES' && job.salesSeen.has(key)) continue;
-          seen.set(key, e);
-          if (kind === 'HISTORY') {
-            const { point, hours } = historyRecords(market, row as RowMap['HISTORY'], observedAt);
-            if (hours) hoursOut.push(hours);
-            if (point) out.push(point);
-            continue;
-          }
-          const last = job.last.get(key);
-          const repeat = last !== undefined && sameRow(last, e);
-          if (repeat && !full) continue;
-          const event = toEvent<Kind>(kind, market, row, observedAt, cycleId);
-          if (flagRecords) (event as { removals_sent?: boolean }).removals_sent = true;
-          if (repeat && deferRepeats) {
-            deferred.events.push(event);
-            deferred.seen.push([key, e]);
-            continue;
-          }
-          out.push(event);
-          pageSeen.push([key, e]);
-        }
-        // A day's hours before its close: a consumer that has the close has the hours before it.
-        if (hoursOut.length > 0) {
-          const res = await producer.send(await this.eventCodec('historyHours'), hoursOut);
-          hoursEmitted += res.sent;
-          rejected += res.rejected.length;
-          metrics.events.inc(labels, res.sent);
-        }
-        if (out.length > 0) await send(out, pageSeen);
+      res = await this.deps.producer.send(run.codec, events);
+    } catch (err) {
+      if (delta) for (const [k, e] of pageSeen) if (!job.last.has(k)) job.unsure.set(k, e);
+      throw err;
+    }
+    this.wrote(run, res.metadata);
+    run.emitted += res.sent;
+    run.rejected += res.rejected.length;
+    this.deps.metrics.events.inc(run.labels, res.sent);
+    if (delta)
+      for (const [k, e] of pageSeen) {
+        job.last.set(k, e);
+        job.unsure.delete(k);
+      }
+    if (kind === 'SALES') for (const [k] of pageSeen) job.salesSeen.add(k);
+  }
+
+  /** Keeps, per partition of the data topic, the highest offset a send of the cycle was given. */
+  private wrote(run: CycleRun, metadata: readonly RecordMetadata[]): void {
+    for (const m of metadata) {
+      const at = m.baseOffset ?? m.offset;
+      if (m.topicName !== run.codec.topic || at === undefined) continue;
+      const before = run.produced.get(m.partition);
+      if (before === undefined || BigInt(at) > before) run.produced.set(m.partition, BigInt(at));
+    }
+  }
+
+  /**
+   * Sends the repeats a FULL cycle deferred to its end (deferRepeats). They were observed
+   * whatever broke the cycle off later, so they go even then, in upstream order; their own
+   * failure is the cycle's error only when it had none.
+   */
+  private async sendRepeats(run: CycleRun): Promise<void> {
+    const { events, seen } = run.deferred;
+    try {
+      for (let i = 0; i < events.length; i += REPEATS_PER_SEND) {
+        await this.send(run, events.slice(i, i + REPEATS_PER_SEND), seen.slice(i, i + REPEATS_PER_SEND));
       }
     } catch (err) {
-      error = err;
+      run.error ??= err;
     }
+  }
+
+  /**
+   * A delta kind's removals: what the topic says (or may say: job.unsure) and the cycle did not
+   * see. Only from a cycle that saw the whole upstream and refused nothing: an item missing from
+   * a broken or partial answer may well still be listed.
+   */
+  private async sendRemovals(run: CycleRun, emptied: boolean): Promise<void> {
+    const { job, kind, delta, seen } = run;
+    const { market } = this.options;
+    const { client, producer, metrics } = this.deps;
+    if (!delta || !removalsAllowed({ error: run.error ? describe(run.error) : null, rejected: run.rejected, emptied }))
+      return;
+    const gone = [...new Map([...job.unsure, ...job.last])].filter(([k]) => !seen.has(k));
+    const removals = gone.map(([, e]) => {
+      const removal = toEvent(kind, market, removalOf(kind, e), client.upstreamNow(), run.cycleId);
+      if (run.flagRecords) (removal as { removals_sent?: boolean }).removals_sent = true;
+      return removal;
+    });
     try {
-      // The repeats were observed whatever broke the cycle off later; they go in upstream order.
-      for (let i = 0; i < deferred.events.length; i += REPEATS_PER_SEND) {
-        await send(deferred.events.slice(i, i + REPEATS_PER_SEND), deferred.seen.slice(i, i + REPEATS_PER_SEND));
+      if (removals.length > 0) {
+        const res = await producer.send(run.codec, removals);
+        this.wrote(run, res.metadata);
+        run.emitted += res.sent;
+        metrics.events.inc(run.labels, res.sent);
+      }
+      for (const [k] of gone) {
+        job.last.delete(k);
+        job.unsure.delete(k);
       }
     } catch (err) {
-      error ??= err;
+      run.error = err;
     }
+  }
 
-    // Removals only from a cycle that saw the whole upstream and refused nothing: an item
-    // missing from a broken or partial answer may well still be listed. An answer with no item
-    // at all, after earlier ones had some, is such an answer however clean it looks.
-    const emptied = delta && !error && seen.size === 0 && job.last.size > 0;
-    if (delta && removalsAllowed({ error: error ? describe(error) : null, rejected, emptied })) {
-      const gone = [...new Map([...job.unsure, ...job.last])].filter(([k]) => !seen.has(k));
-      const removals = gone.map(([, e]) => {
-        const removal = toEvent(kind, market, removalOf(kind, e), client.upstreamNow(), cycleId);
-        if (flagRecords) (removal as { removals_sent?: boolean }).removals_sent = true;
-        return removal;
-      });
-      try {
-        if (removals.length > 0) {
-          const res = await producer.send(codec, removals);
-          wrote(res.metadata);
-          emitted += res.sent;
-          metrics.events.inc(labels, res.sent);
-        }
-        for (const [k] of gone) {
-          job.last.delete(k);
-          job.unsure.delete(k);
-        }
-      } catch (err) {
-        error = err;
-      }
-    }
-    this.advanceWindows(job, kind, seen, error);
-    // After the cycle's records were acknowledged, before its marker: a restart resumes past them.
-    if (!error)
-      await this.keepCursor(job).catch((err: unknown) =>
-        logger.warn({ err, kind }, 'cursor not kept: a restart would fetch this cycle again'),
-      );
-
-    const facts = { error: error ? describe(error) : null, seen: seen.size, rejected, emptied, endOffsets: null };
+  /** Decides the cycle's outcome, sends its marker, and reports it (metrics, log, result). */
+  private async endCycle(run: CycleRun, emptied: boolean): Promise<CycleResult> {
+    const { job, kind, delta, full, seen, codec } = run;
+    const error = run.error ? describe(run.error) : null;
+    const facts = { error, seen: seen.size, rejected: run.rejected, emptied, endOffsets: null };
     // Only a cycle that would be COMPLETE waits for end offsets (retries): the others remove
     // nothing, so their markers only say how fresh the marketplace is.
     const ends = await this.endOffsets(
       codec.topic,
-      produced,
+      run.produced,
       cycleOutcome(facts).outcome === 'COMPLETE' ? (this.options.endOffsetAttempts ?? 3) : 1,
     );
     const { outcome, error: problem } = cycleOutcome({ ...facts, endOffsets: ends.ok ? null : ends.reason });
-    if (full && outcome === 'COMPLETE') job.fullDay = day;
+    if (full && outcome === 'COMPLETE') job.fullDay = run.day;
     if (delta && full && outcome === 'COMPLETE' && job.removals === 'unknown') job.removals = 'settling';
     const marker: PollCycleEvent = {
-      market: market.slug,
+      market: this.options.market.slug,
       kind,
-      cycle_id: cycleId,
+      cycle_id: run.cycleId,
       mode: full ? 'FULL' : 'DELTA',
-      started_at: startedAt,
-      finished_at: client.upstreamNow(),
+      started_at: run.startedAt,
+      finished_at: this.deps.client.upstreamNow(),
       items_seen: seen.size,
-      events_emitted: emitted,
+      events_emitted: run.emitted,
       outcome,
       error: problem,
       data_topic: codec.topic,
       end_offsets: ends.offsets,
-      removals_sent: removalsSent,
+      removals_sent: run.removalsSent,
     };
     await this.sendMarker(marker);
-    timer();
+    this.reportCycle(run, marker);
+    return { kind, marker, rejected: run.rejected, duplicates: run.duplicates };
+  }
+
+  /** A cycle's metrics and its log line, after its marker went: a warning unless COMPLETE. */
+  private reportCycle(run: CycleRun, marker: PollCycleEvent): void {
+    const { metrics, logger } = this.deps;
+    const { kind, labels } = run;
+    const { outcome } = marker;
+    run.timer();
     metrics.cycles.inc({ ...labels, mode: marker.mode, outcome });
     if (outcome === 'COMPLETE') metrics.lastComplete.set(labels, Date.now() / 1000);
     const log = outcome === 'COMPLETE' ? logger.info.bind(logger) : logger.warn.bind(logger);
     log(
       {
         kind,
-        cycle: cycleId,
+        cycle: run.cycleId,
         mode: marker.mode,
         outcome,
-        seen: seen.size,
-        emitted,
-        ...(kind === 'HISTORY' ? { hoursEmitted } : {}),
-        rejected,
-        duplicates,
+        seen: run.seen.size,
+        emitted: run.emitted,
+        ...(kind === 'HISTORY' ? { hoursEmitted: run.hoursEmitted } : {}),
+        rejected: run.rejected,
+        duplicates: run.duplicates,
         error: marker.error,
       },
       'cycle finished',
     );
-    return { kind, marker, rejected, duplicates };
   }
 
   private inputFor(job: Job, now: number): KindInput {
