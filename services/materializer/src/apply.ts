@@ -92,11 +92,6 @@ export async function applyBatch(
   batch: ConsumedBatch<MaterializedKind>,
   options: ApplyOptions,
 ): Promise<ApplyResult> {
-  const { groupId } = options;
-  const listingOptions = {
-    outbox: options.outbox ?? true,
-    hourlyRetentionDays: options.hourlyRetentionDays ?? 100,
-  };
   const result: ApplyResult = {
     applied: 0,
     skipped: 0,
@@ -106,24 +101,7 @@ export async function applyBatch(
   };
   await client.query('BEGIN');
   try {
-    const clusterId = options.clusterId ?? null;
-    await client.query(
-      `INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, cluster_id, bound_at)
-       VALUES ($1, $2, $3, 0, $4::text, CASE WHEN $4::text IS NOT NULL THEN now() END)
-       ON CONFLICT DO NOTHING`,
-      [groupId, batch.topic, batch.partition, clusterId],
-    );
-    const { rows } = await client.query<{ next_offset: string; cluster_id: string | null }>(
-      `SELECT next_offset, cluster_id FROM consumer_offsets
-       WHERE group_id = $1 AND topic = $2 AND partition = $3 FOR UPDATE`,
-      [groupId, batch.topic, batch.partition],
-    );
-    const next = BigInt(rows[0]?.next_offset ?? '0');
-    if (clusterId !== null) {
-      const stored = { topic: batch.topic, partition: batch.partition, nextOffset: next };
-      const foreign = storedOffsetMismatch({ ...stored, clusterId: rows[0]?.cluster_id ?? null }, clusterId, undefined);
-      if (foreign) throw offsetsMismatchError(groupId, [foreign]);
-    }
+    const next = await lockOffsetRow(client, batch, options);
     const hw = batch.highWatermark === undefined ? undefined : BigInt(batch.highWatermark);
     if (hw !== undefined && hw >= 0n && next > hw) result.pastEnd = { nextOffset: next, highWatermark: hw };
     const stop = options.stopAt?.get(`${batch.topic}:${batch.partition}`);
@@ -131,74 +109,29 @@ export async function applyBatch(
       (m) => BigInt(m.offset) >= next && (stop === undefined || BigInt(m.offset) < stop),
     );
     result.skipped = batch.messages.length - fresh.length;
-    let goodRecords: readonly DecodedMessage<MaterializedKind>[] = [];
-    let poisonedRecords: readonly DecodedMessage<MaterializedKind>[] = [];
-    // One per apply attempt (poison isolation may make several): the last one is the batch's.
-    const views: BatchView[] = [];
     const served = kind === 'listing' ? options.served : undefined;
+    let applied = NOTHING_APPLIED;
     if (fresh.length > 0) {
-      const good: DecodedMessage<MaterializedKind>[] = [];
-      for (const m of fresh) {
-        if (m.error) {
-          await deadLetter(client, m, 'decode', m.error.message, null);
-          result.deadLetters++;
-        } else if (m.value !== null) good.push(m);
-      }
-      const isolation = await applyIsolating(client, good, async (records) => {
-        const view = await applyRecords(
-          client,
-          kind,
-          records,
-          listingOptions,
-          served && { rows: served, storedNext: next },
-        );
-        if (view) views.push(view);
-      });
-      for (const p of isolation.poisoned)
-        await deadLetter(client, p.record, 'sql', failureMessage(p.error), sqlState(p.error) ?? null);
-      result.isolated = isolation.isolated;
-      result.poisoned = isolation.poisoned.length;
-      result.deadLetters += isolation.poisoned.length;
-      result.applied = good.length - isolation.poisoned.length;
-      goodRecords = good;
-      poisonedRecords = isolation.poisoned.map((p) => p.record);
-      const last = fresh.at(-1) as DecodedMessage<MaterializedKind>;
-      // A row stored before migration 0004 is bound by the first batch that moves it.
-      await client.query(
-        `UPDATE consumer_offsets SET next_offset = $4, updated_at = now(),
-           bound_at = CASE WHEN cluster_id IS NULL AND $5::text IS NOT NULL THEN now() ELSE bound_at END,
-           cluster_id = coalesce(cluster_id, $5::text)
-         WHERE group_id = $1 AND topic = $2 AND partition = $3`,
-        [groupId, batch.topic, batch.partition, (BigInt(last.offset) + 1n).toString(), clusterId],
-      );
+      applied = await applyFresh(client, kind, fresh, options, served && { rows: served, storedNext: next });
+      result.isolated = applied.isolated;
+      result.poisoned = applied.poisoned.length;
+      result.deadLetters = applied.undecoded + applied.poisoned.length;
+      result.applied = applied.good.length - applied.poisoned.length;
+      await storeNextOffset(client, batch, options, fresh.at(-1) as DecodedMessage<MaterializedKind>);
     }
-    // Readers (the API's body caches) hear of the change when, and only if, it commits, and of
-    // what it touched: `<kind>:<market>` per marketplace of the applied records, listing rows by
-    // their keys and only where a served value changed (read-changes.ts), a listing batch's
-    // candles apart (the derive path notes `derived` for what markers change: deriver.ts).
-    const tags = new Set<string>();
-    const dataKind = kind === 'historyHours' ? 'HISTORY' : kindOfEvent(kind);
     // A batch applied in one attempt: its view classes every good record (repeats dropped change nothing).
-    const view = !result.isolated ? views.at(-1) : undefined;
+    const view = !result.isolated ? applied.views.at(-1) : undefined;
     if (view) {
       const skipped = view.classes.filter((c) => c === 'skip').length;
       result.repeats = { skipped, candles: view.classes.filter((c) => c === 'candle').length };
     }
-    if (dataKind !== undefined && result.applied > 0) {
-      const poisoned = new Set(poisonedRecords);
-      for (const [i, m] of goodRecords.entries()) {
-        if (poisoned.has(m) || view?.classes[i] === 'skip') continue;
-        const market = (m.value as { market: string }).market;
-        tags.add(kind === 'listing' ? candlesTag(market) : readTag(dataKind, market));
-      }
-    }
-    await noteReadChanges(client, tags);
+    await noteReadChanges(client, readChangeTags(kind, applied, view));
     await client.query('COMMIT');
     // What the rows are now, once they are: a batch taken apart is read again by key next time.
     const last = fresh.at(-1);
     if (served && last) {
       const moved = BigInt(last.offset) + 1n;
-      if (result.isolated) for (const v of views) v.forget(moved);
+      if (result.isolated) for (const v of applied.views) v.forget(moved);
       else if (view) view.commit(moved);
       else served.moved(batch.partition, next, moved);
     }
@@ -207,6 +140,127 @@ export async function applyBatch(
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * Locks the batch's partition's offset row (made at 0, bound to `options.clusterId`, if there is
+ * none) for the transaction and returns its next offset; a row bound to another cluster throws
+ * `offsets_mismatch`.
+ */
+async function lockOffsetRow(
+  client: PoolClient,
+  batch: ConsumedBatch<MaterializedKind>,
+  options: ApplyOptions,
+): Promise<bigint> {
+  const { groupId } = options;
+  const clusterId = options.clusterId ?? null;
+  await client.query(
+    `INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, cluster_id, bound_at)
+     VALUES ($1, $2, $3, 0, $4::text, CASE WHEN $4::text IS NOT NULL THEN now() END)
+     ON CONFLICT DO NOTHING`,
+    [groupId, batch.topic, batch.partition, clusterId],
+  );
+  const { rows } = await client.query<{ next_offset: string; cluster_id: string | null }>(
+    `SELECT next_offset, cluster_id FROM consumer_offsets
+     WHERE group_id = $1 AND topic = $2 AND partition = $3 FOR UPDATE`,
+    [groupId, batch.topic, batch.partition],
+  );
+  const next = BigInt(rows[0]?.next_offset ?? '0');
+  if (clusterId !== null) {
+    const stored = { topic: batch.topic, partition: batch.partition, nextOffset: next };
+    const foreign = storedOffsetMismatch({ ...stored, clusterId: rows[0]?.cluster_id ?? null }, clusterId, undefined);
+    if (foreign) throw offsetsMismatchError(groupId, [foreign]);
+  }
+  return next;
+}
+
+/** What a batch's fresh records came to inside its transaction. */
+interface Applied {
+  /** The records that decoded, in offset order. */
+  good: readonly DecodedMessage<MaterializedKind>[];
+  /** Of those, the ones PostgreSQL refused (dead-lettered, reason 'sql'). */
+  poisoned: readonly DecodedMessage<MaterializedKind>[];
+  /** Records that could not be decoded (dead-lettered, reason 'decode'). */
+  undecoded: number;
+  /** The first apply failed on a record's content and was taken apart (poison.ts). */
+  isolated: boolean;
+  /** One per apply attempt (poison isolation may make several): the last one is the batch's. */
+  views: readonly BatchView[];
+}
+
+/** A batch none of whose records is fresh. */
+const NOTHING_APPLIED: Applied = { good: [], poisoned: [], undecoded: 0, isolated: false, views: [] };
+
+/**
+ * Applies the fresh records of a batch (in offset order), isolating a record PostgreSQL refuses;
+ * the undecodable and the refused ones go to dead_letters.
+ */
+async function applyFresh(
+  client: PoolClient,
+  kind: MaterializedKind,
+  fresh: readonly DecodedMessage<MaterializedKind>[],
+  options: ApplyOptions,
+  served: { rows: ServedListings; storedNext: bigint } | undefined,
+): Promise<Applied> {
+  const listingOptions = {
+    outbox: options.outbox ?? true,
+    hourlyRetentionDays: options.hourlyRetentionDays ?? 100,
+  };
+  const good: DecodedMessage<MaterializedKind>[] = [];
+  let undecoded = 0;
+  for (const m of fresh) {
+    if (m.error) {
+      await deadLetter(client, m, 'decode', m.error.message, null);
+      undecoded++;
+    } else if (m.value !== null) good.push(m);
+  }
+  const views: BatchView[] = [];
+  const isolation = await applyIsolating(client, good, async (records) => {
+    const view = await applyRecords(client, kind, records, listingOptions, served);
+    if (view) views.push(view);
+  });
+  for (const p of isolation.poisoned)
+    await deadLetter(client, p.record, 'sql', failureMessage(p.error), sqlState(p.error) ?? null);
+  const poisoned = isolation.poisoned.map((p) => p.record);
+  return { good, poisoned, undecoded, isolated: isolation.isolated, views };
+}
+
+/** Moves the partition's offset row past `last`, in the batch's transaction. */
+async function storeNextOffset(
+  client: PoolClient,
+  batch: ConsumedBatch<MaterializedKind>,
+  options: ApplyOptions,
+  last: DecodedMessage<MaterializedKind>,
+): Promise<void> {
+  // A row stored before migration 0004 is bound by the first batch that moves it.
+  await client.query(
+    `UPDATE consumer_offsets SET next_offset = $4, updated_at = now(),
+       bound_at = CASE WHEN cluster_id IS NULL AND $5::text IS NOT NULL THEN now() ELSE bound_at END,
+       cluster_id = coalesce(cluster_id, $5::text)
+     WHERE group_id = $1 AND topic = $2 AND partition = $3`,
+    [options.groupId, batch.topic, batch.partition, (BigInt(last.offset) + 1n).toString(), options.clusterId ?? null],
+  );
+}
+
+/**
+ * What readers (the API's body caches) hear of the batch when, and only if, it commits: what it
+ * touched, `<kind>:<market>` per marketplace of the applied records, listing rows by their keys
+ * and only where a served value changed (read-changes.ts), a listing batch's candles apart (the
+ * derive path notes `derived` for what markers change: deriver.ts). `view` is the batch's if it
+ * was applied in one attempt.
+ */
+function readChangeTags(kind: MaterializedKind, applied: Applied, view: BatchView | undefined): Set<string> {
+  const tags = new Set<string>();
+  const dataKind = kind === 'historyHours' ? 'HISTORY' : kindOfEvent(kind);
+  if (dataKind !== undefined && applied.good.length - applied.poisoned.length > 0) {
+    const poisoned = new Set(applied.poisoned);
+    for (const [i, m] of applied.good.entries()) {
+      if (poisoned.has(m) || view?.classes[i] === 'skip') continue;
+      const market = (m.value as { market: string }).market;
+      tags.add(kind === 'listing' ? candlesTag(market) : readTag(dataKind, market));
+    }
+  }
+  return tags;
 }
 
 /** The kind's apply path on a subset of the batch's decoded records (in offset order). */

@@ -133,6 +133,21 @@ interface Lane {
   erroring: boolean;
 }
 
+/** The topics each lane reads: listings and markers on the listings lane, the others on the other. */
+interface LaneTopics {
+  listings: string;
+  markers: string;
+  others: string[];
+}
+
+/** What the listings lane's assignments are told to: the served rows load their partitions (served.ts). */
+interface ListingsAssignment {
+  topic: string;
+  /** How many partitions the listings topic has (start() asks Kafka once). */
+  partitions: number;
+  served: ServedListings;
+}
+
 export class Materializer {
   state: MaterializerState = 'created';
   private lanes: Lane[] = [];
@@ -216,47 +231,128 @@ export class Materializer {
     return () => this.fatalListeners.delete(listener);
   }
 
+  /**
+   * Runs `migrating` and `verifying` (the diagram above), then `consuming`: both lanes and the
+   * derive path started.
+   */
   async start(): Promise<void> {
-    const { pool, serde, kafka, logger, metrics } = this.deps;
-    // Held for the process's lifetime; a running replay holds it exclusively, and we wait for it.
-    this.lock = await pool.connect();
-    await this.lock.query(`SELECT pg_advisory_lock_shared(${schemaLockSql('current_schema()')})`);
+    const { metrics } = this.deps;
+    await this.lockSchema();
     this.state = 'migrating';
+    await this.applyMigrations();
+    const { codecs, kindOf } = await this.loadCodecs();
+    this.state = 'verifying';
+    const { admin, clusterId } = await this.verifyAtStart(kindOf);
+    const topics = laneTopics(kindOf, this.options.topicSuffix);
+    const { listingsLane, otherLane, listings } = await this.makeLanes(admin, codecs, topics);
+    this.startPriority(topics, otherLane);
+    for (const l of this.lanes) {
+      await this.seedGroup(admin, l);
+      this.watchAssignments(l, l === listingsLane ? listings : undefined);
+    }
+    for (const topic of kindOf.keys())
+      for (const reason of ['decode', 'sql']) metrics?.deadLetters.inc({ topic, reason }, 0);
+    this.startHeartbeat();
+    const applyOptions = this.applyOptions(clusterId, listings.served);
+    const deriver = this.startDeriver(topics.listings);
+    this.state = 'consuming';
+    await this.startLanes({ kindOf, applyOptions, deriver });
+  }
+
+  /** Takes the schema lock (shared) on a connection of its own (this.lock). */
+  private async lockSchema(): Promise<void> {
+    // Held for the process's lifetime; a running replay holds it exclusively, and we wait for it.
+    this.lock = await this.deps.pool.connect();
+    await this.lock.query(`SELECT pg_advisory_lock_shared(${schemaLockSql('current_schema()')})`);
+  }
+
+  /** Applies the migrations not yet applied to the schema. */
+  private async applyMigrations(): Promise<void> {
+    const { pool, logger } = this.deps;
     const mig = await migrate(pool, this.options.migrationsDir);
     if (mig.applied.length > 0) logger.info({ applied: mig.applied.map((m) => m.version) }, 'migrations applied');
+  }
+
+  /** Every materialized kind's codec (its topic's schemas registered), and the kind each topic carries. */
+  private async loadCodecs(): Promise<{
+    codecs: TopicCodec<MaterializedKind>[];
+    kindOf: Map<string, MaterializedKind>;
+  }> {
     const codecs: TopicCodec<MaterializedKind>[] = [];
     const kindOf = new Map<string, MaterializedKind>();
     for (const kind of MATERIALIZED_KINDS) {
-      const codec = await serde.codec(`${topicFor(kind).name}${this.options.topicSuffix}`, kind);
+      const codec = await this.deps.serde.codec(`${topicFor(kind).name}${this.options.topicSuffix}`, kind);
       codecs.push(codec as TopicCodec<MaterializedKind>);
       kindOf.set(codec.topic, kind);
     }
-    this.state = 'verifying';
+    return { codecs, kindOf };
+  }
+
+  /**
+   * Connects the admin client and checks every stored offset of the consumed topics against the
+   * cluster. On failure it lets go of the lock and the admin client and rethrows: `failed` on a
+   * mismatch, `stopped` otherwise.
+   */
+  private async verifyAtStart(
+    kindOf: ReadonlyMap<string, MaterializedKind>,
+  ): Promise<{ admin: Admin; clusterId: string }> {
     try {
-      this.admin = kafka.admin();
+      this.admin = this.deps.kafka.admin();
       await this.admin.connect();
       this.clusterId = await clusterIdOf(this.admin);
       // Every stored partition of every topic consumed, before the consumer exists: nothing is
       // fetched, let alone skipped, until the offsets are known to count this cluster's records.
       await this.verify(Object.fromEntries([...kindOf.keys()].map((t) => [t, []])));
+      return { admin: this.admin, clusterId: this.clusterId };
     } catch (err) {
       await this.release();
       this.state = isOffsetsMismatch(err) ? 'failed' : 'stopped';
       if (isOffsetsMismatch(err)) this.failure = err;
       throw err;
     }
-    const clusterId = this.clusterId;
-    const listingsTopic = `${topicFor('listing').name}${this.options.topicSuffix}`;
-    const markersTopic = `${topicFor('pollCycle').name}${this.options.topicSuffix}`;
+  }
+
+  /**
+   * Makes both lanes (this.lanes, the listings lane first) and the listings rows this process
+   * serves (this.served); no consumer is started yet.
+   */
+  private async makeLanes(
+    admin: Admin,
+    codecs: readonly TopicCodec<MaterializedKind>[],
+    topics: LaneTopics,
+  ): Promise<{ listingsLane: Lane; otherLane: Lane; listings: ListingsAssignment }> {
+    const { listingsSlots, otherSlots } = this.slots();
+    const listingsLane = this.newLane(this.options.groupId, [topics.listings, topics.markers], listingsSlots, codecs);
+    const [listingsMeta] = (await admin.fetchTopicMetadata({ topics: [topics.listings] })).topics;
+    const partitions = listingsMeta?.partitions.length ?? 0;
+    const served = this.newServed(topics.listings);
+    this.served = served;
+    const otherLane = this.newLane(otherKindsGroup(this.options.groupId), topics.others, otherSlots, codecs);
+    this.lanes = [listingsLane, otherLane];
+    return { listingsLane, otherLane, listings: { topic: topics.listings, partitions, served } };
+  }
+
+  /** The batches each lane applies at once. */
+  private slots(): { listingsSlots: number; otherSlots: number } {
     // Never more batches than connections left beside the schema lock, the derive path and one
     // for the heartbeat or a reader: a batch waiting for a connection holds up its partition.
-    const slots = Math.max(2, (pool.options.max ?? 10) - 3);
+    const slots = Math.max(2, (this.deps.pool.options.max ?? 10) - 3);
     const listingsSlots = Math.max(1, Math.min(this.options.listingsConcurrency ?? 3, slots - 1));
     const otherSlots = Math.max(1, Math.min(this.options.concurrency ?? 2, slots - listingsSlots));
-    const lane = (groupId: string, topics: readonly string[], concurrency: number): Lane => ({
+    return { listingsSlots, otherSlots };
+  }
+
+  /** A lane of `topics` in Kafka group `groupId`, its consumer made but not started. */
+  private newLane(
+    groupId: string,
+    topics: readonly string[],
+    concurrency: number,
+    codecs: readonly TopicCodec<MaterializedKind>[],
+  ): Lane {
+    return {
       groupId,
       consumer: new EventConsumer(
-        kafka,
+        this.deps.kafka,
         codecs.filter((c) => topics.includes(c.topic)),
         {
           groupId,
@@ -271,11 +367,12 @@ export class Materializer {
       kafkaMemberId: undefined,
       verifying: Promise.resolve(),
       erroring: false,
-    });
-    const otherTopics = [...kindOf.keys()].filter((t) => t !== listingsTopic && t !== markersTopic);
-    const listingsLane = lane(this.options.groupId, [listingsTopic, markersTopic], listingsSlots);
-    const [listingsMeta] = (await this.admin.fetchTopicMetadata({ topics: [listingsTopic] })).topics;
-    const listingsPartitions = listingsMeta?.partitions.length ?? 0;
+    };
+  }
+
+  /** The listings rows held in memory (served.ts), each load logged and measured. */
+  private newServed(listingsTopic: string): ServedListings {
+    const { logger, metrics } = this.deps;
     const served = new ServedListings({
       groupId: this.options.groupId,
       topic: listingsTopic,
@@ -290,89 +387,107 @@ export class Materializer {
         metrics?.servedRows.set(served.rows());
       },
     });
-    this.served = served;
-    const otherLane = lane(otherKindsGroup(this.options.groupId), otherTopics, otherSlots);
-    this.lanes = [listingsLane, otherLane];
-    if (this.options.listingsFirst) {
-      const priority = new ListingsFirst(
-        listingsTopic,
-        otherTopics,
-        otherLane.consumer.raw,
-        this.options.listingsFirst,
-      );
-      this.priority = priority;
-      // The pause's time limit holds when no listings batch comes to end it.
-      this.priorityTimer = setInterval(() => {
-        priority.tick();
-        metrics?.listingsFirst.set(priority.phase === 'listings-first' ? 1 : 0);
-        metrics?.listingsFirstPausedSeconds.set(priority.stats.pausedMs / 1000);
-      }, 1_000);
-      this.priorityTimer.unref();
-    }
-    for (const l of this.lanes) {
-      try {
-        const seeded = await seedKafkaGroup(pool, this.admin, {
-          groupId: this.options.groupId,
-          kafkaGroup: l.groupId,
-          topics: l.topics,
-        });
-        if (seeded > 0)
-          logger.info({ group: l.groupId, partitions: seeded }, "a new Kafka group starts at the read model's offsets");
-      } catch (err) {
-        // Only where the lane starts reading: without it, it reads its topics from their start and
-        // the stored offsets skip what was applied. Refused also when another process of the group
-        // joined it first (a scale-out's normal start).
-        logger.info(
-          { err: String(err), group: l.groupId },
-          "Kafka group not seeded with the stored offsets; it starts where Kafka says (the log's start if nothing is committed)",
-        );
-      }
-      const raw = l.consumer.raw;
-      raw.on(raw.events.GROUP_JOIN, ({ payload }) => {
-        l.assignment = payload.memberAssignment;
-        l.kafkaMemberId = payload.memberId;
-        if (l === listingsLane) {
-          const partitions = payload.memberAssignment[listingsTopic] ?? [];
-          this.priority?.assigned(partitions);
-          served.assign(() => pool.connect(), partitions, listingsPartitions);
-        } else this.priority?.tell();
-        for (const key of [...this.unread.keys()])
-          if (l.topics.includes(key.slice(0, key.lastIndexOf(':')))) this.unread.delete(key);
-        // Emitted after the group's sync, before the first fetch of the new assignment: every batch
-        // awaits this check, so no partition of the assignment is applied before its offsets are.
-        // A mismatch stops the materializer even if no batch comes; other failures (Kafka or
-        // PostgreSQL away) are retried by the next batch (assignmentVerified).
-        l.verifying = this.verify(assigned(payload.memberAssignment));
-        l.verifying.catch((err: unknown) => {
-          if (isOffsetsMismatch(err)) this.fail(err);
-        });
+    return served;
+  }
+
+  /** With options.listingsFirst, pauses the other lane's data topics while the listings are behind. */
+  private startPriority(topics: LaneTopics, otherLane: Lane): void {
+    const { metrics } = this.deps;
+    if (!this.options.listingsFirst) return;
+    const priority = new ListingsFirst(
+      topics.listings,
+      topics.others,
+      otherLane.consumer.raw,
+      this.options.listingsFirst,
+    );
+    this.priority = priority;
+    // The pause's time limit holds when no listings batch comes to end it.
+    this.priorityTimer = setInterval(() => {
+      priority.tick();
+      metrics?.listingsFirst.set(priority.phase === 'listings-first' ? 1 : 0);
+      metrics?.listingsFirstPausedSeconds.set(priority.stats.pausedMs / 1000);
+    }, 1_000);
+    this.priorityTimer.unref();
+  }
+
+  /** Starts a new Kafka group of the lane at the stored offsets (offsets.ts seedKafkaGroup). */
+  private async seedGroup(admin: Admin, l: Lane): Promise<void> {
+    const { pool, logger } = this.deps;
+    try {
+      const seeded = await seedKafkaGroup(pool, admin, {
+        groupId: this.options.groupId,
+        kafkaGroup: l.groupId,
+        topics: l.topics,
       });
-    }
-    for (const topic of kindOf.keys())
-      for (const reason of ['decode', 'sql']) metrics?.deadLetters.inc({ topic, reason }, 0);
-    if (this.options.heartbeatIntervalMs) {
-      this.heartbeat = new Heartbeat(
-        { groupId: this.options.groupId, intervalMs: this.options.heartbeatIntervalMs },
-        {
-          pool,
-          kafka,
-          logger,
-          ...(metrics ? { metrics } : {}),
-          source: {
-            state: () => this.state,
-            assignment: () => this.assignment(),
-            // Both lanes' member ids, space-separated (one per Kafka group: groups.ts).
-            kafkaMemberId: () => {
-              const ids = this.lanes.flatMap((l) => (l.kafkaMemberId ? [l.kafkaMemberId] : []));
-              return ids.length > 0 ? ids.join(' ') : undefined;
-            },
-            lastBatchAt: () => this.lastBatchAt,
-          },
-        },
+      if (seeded > 0)
+        logger.info({ group: l.groupId, partitions: seeded }, "a new Kafka group starts at the read model's offsets");
+    } catch (err) {
+      // Only where the lane starts reading: without it, it reads its topics from their start and
+      // the stored offsets skip what was applied. Refused also when another process of the group
+      // joined it first (a scale-out's normal start).
+      logger.info(
+        { err: String(err), group: l.groupId },
+        "Kafka group not seeded with the stored offsets; it starts where Kafka says (the log's start if nothing is committed)",
       );
-      this.heartbeat.start();
     }
-    const applyOptions = {
+  }
+
+  /**
+   * Follows the lane's assignments: each one is recorded, told to the priority (and, on the
+   * listings lane, `listings`, to the served rows), and its stored offsets checked.
+   */
+  private watchAssignments(l: Lane, listings: ListingsAssignment | undefined): void {
+    const raw = l.consumer.raw;
+    raw.on(raw.events.GROUP_JOIN, ({ payload }) => {
+      l.assignment = payload.memberAssignment;
+      l.kafkaMemberId = payload.memberId;
+      if (listings) {
+        const partitions = payload.memberAssignment[listings.topic] ?? [];
+        this.priority?.assigned(partitions);
+        listings.served.assign(() => this.deps.pool.connect(), partitions, listings.partitions);
+      } else this.priority?.tell();
+      for (const key of [...this.unread.keys()])
+        if (l.topics.includes(key.slice(0, key.lastIndexOf(':')))) this.unread.delete(key);
+      // Emitted after the group's sync, before the first fetch of the new assignment: every batch
+      // awaits this check, so no partition of the assignment is applied before its offsets are.
+      // A mismatch stops the materializer even if no batch comes; other failures (Kafka or
+      // PostgreSQL away) are retried by the next batch (assignmentVerified).
+      l.verifying = this.verify(assigned(payload.memberAssignment));
+      l.verifying.catch((err: unknown) => {
+        if (isOffsetsMismatch(err)) this.fail(err);
+      });
+    });
+  }
+
+  /** With options.heartbeatIntervalMs, writes this process's row in materializer_heartbeat. */
+  private startHeartbeat(): void {
+    const { pool, kafka, logger, metrics } = this.deps;
+    if (!this.options.heartbeatIntervalMs) return;
+    this.heartbeat = new Heartbeat(
+      { groupId: this.options.groupId, intervalMs: this.options.heartbeatIntervalMs },
+      {
+        pool,
+        kafka,
+        logger,
+        ...(metrics ? { metrics } : {}),
+        source: {
+          state: () => this.state,
+          assignment: () => this.assignment(),
+          // Both lanes' member ids, space-separated (one per Kafka group: groups.ts).
+          kafkaMemberId: () => {
+            const ids = this.lanes.flatMap((l) => (l.kafkaMemberId ? [l.kafkaMemberId] : []));
+            return ids.length > 0 ? ids.join(' ') : undefined;
+          },
+          lastBatchAt: () => this.lastBatchAt,
+        },
+      },
+    );
+    this.heartbeat.start();
+  }
+
+  /** What every batch's transaction is applied with (apply.ts). */
+  private applyOptions(clusterId: string, served: ServedListings): ApplyOptions {
+    return {
       groupId: this.options.groupId,
       outbox: this.options.outbox ?? true,
       hourlyRetentionDays: this.options.hourlyRetentionDays ?? 100,
@@ -380,6 +495,11 @@ export class Materializer {
       ...(this.options.stopAt ? { stopAt: this.options.stopAt } : {}),
       served,
     };
+  }
+
+  /** Starts the derive path (this.deriver), its transactions measured and told to onDerive listeners. */
+  private startDeriver(listingsTopic: string): Deriver {
+    const { pool, logger, metrics } = this.deps;
     const deriver = new Deriver(
       {
         groupId: this.options.groupId,
@@ -404,8 +524,11 @@ export class Materializer {
     });
     this.deriver = deriver;
     deriver.start();
-    this.state = 'consuming';
-    const deps: BatchDeps = { kindOf, applyOptions, deriver };
+    return deriver;
+  }
+
+  /** Starts both lanes' consumers; if either fails to start, stops the materializer and rethrows. */
+  private async startLanes(deps: BatchDeps): Promise<void> {
     // Both lanes or neither: a lane that started while the other failed to (a topic missing, Kafka
     // away) would apply batches of a materializer whose start() rejected and that nobody stops.
     const started = await Promise.allSettled(
@@ -602,4 +725,12 @@ export class Materializer {
 /** The topics of an assignment that hold partitions (in a scope, an empty list means every one). */
 function assigned(assignment: Readonly<Record<string, readonly number[]>>): Record<string, readonly number[]> {
   return Object.fromEntries(Object.entries(assignment).filter(([, partitions]) => partitions.length > 0));
+}
+
+/** The consumed topics (`kindOf`'s) split between the two lanes. */
+function laneTopics(kindOf: ReadonlyMap<string, MaterializedKind>, topicSuffix: string): LaneTopics {
+  const listings = `${topicFor('listing').name}${topicSuffix}`;
+  const markers = `${topicFor('pollCycle').name}${topicSuffix}`;
+  const others = [...kindOf.keys()].filter((t) => t !== listings && t !== markers);
+  return { listings, markers, others };
 }

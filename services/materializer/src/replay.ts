@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '@skinprices/domain';
 import { topicFor, type EventSerde } from '@skinprices/events';
 import type { Logger } from '@skinprices/runtime';
-import { createPool, ensureSchema, ident } from '@skinprices/store';
+import { createPool, ensureSchema, ident, type Pool, type PoolClient } from '@skinprices/store';
 import type { Kafka } from 'kafkajs';
 import { MATERIALIZED_KINDS } from './apply.js';
 import { tableChecksums, type TableChecksum } from './checksums.js';
@@ -42,6 +42,14 @@ export interface ReplayOptions {
   target?: string;
 }
 
+/** What a replay runs with. */
+interface ReplayDeps {
+  kafka: Kafka;
+  serde: EventSerde;
+  logger: Logger;
+  metrics?: MaterializerMetrics;
+}
+
 export interface ReplayResult {
   schema: string;
   events: number;
@@ -51,7 +59,7 @@ export interface ReplayResult {
 
 export async function replay(
   options: ReplayOptions,
-  deps: { kafka: Kafka; serde: EventSerde; logger: Logger; metrics?: MaterializerMetrics },
+  deps: ReplayDeps,
   onState: (s: ReplayState) => void = () => undefined,
 ): Promise<ReplayResult> {
   const started = Date.now();
@@ -61,29 +69,10 @@ export async function replay(
   const lock = await admin.connect();
   try {
     onState('locking');
-    const { rows } = await lock.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${schemaLockSql('$1')}) AS ok`, [
-      options.schema,
-    ]);
-    if (!rows[0]?.ok)
-      throw new AppError('busy', `a materializer is running on schema '${options.schema}': stop it, then replay`);
+    await lockSchema(lock, options.schema);
 
     onState('capturing');
-    const kafkaAdmin = deps.kafka.admin();
-    await kafkaAdmin.connect();
-    const stopAt = new Map<string, bigint>();
-    /** Records there are to replay: what retention left of each partition. */
-    let total = 0n;
-    try {
-      for (const kind of MATERIALIZED_KINDS) {
-        const topic = `${topicFor(kind).name}${options.topicSuffix}`;
-        for (const p of await kafkaAdmin.fetchTopicOffsets(topic)) {
-          stopAt.set(`${topic}:${p.partition}`, BigInt(p.high));
-          total += BigInt(p.high) - BigInt(p.low);
-        }
-      }
-    } finally {
-      await kafkaAdmin.disconnect();
-    }
+    const { stopAt, total } = await captureEnds(deps.kafka, options.topicSuffix);
     logger.info({ target, partitions: stopAt.size, events: total.toString() }, 'replaying up to the current ends');
 
     onState('rebuilding');
@@ -95,25 +84,7 @@ export async function replay(
     const pool = createPool({ databaseUrl: options.databaseUrl, schema: target, max: 10, applicationName: 'replay' });
     const replayGroup = `${options.groupId}.replay.${started}`;
     try {
-      const materializer = new Materializer(
-        {
-          groupId: replayGroup,
-          topicSuffix: options.topicSuffix,
-          migrationsDir: options.migrationsDir,
-          outbox: false,
-          hourlyRetentionDays: options.hourlyRetentionDays,
-          stopAt,
-        },
-        { kafka: deps.kafka, serde: deps.serde, pool, logger, ...(deps.metrics ? { metrics: deps.metrics } : {}) },
-      );
-      await materializer.start();
-      try {
-        await untilCaughtUp(pool, replayGroup, stopAt, logger);
-        // Every record is in; the derive path applies the markers still waiting for their data.
-        await materializer.settle();
-      } finally {
-        await materializer.stop();
-      }
+      await rebuild(pool, replayGroup, stopAt, options, deps);
       await pool.query('UPDATE consumer_offsets SET group_id = $1 WHERE group_id = $2', [options.groupId, replayGroup]);
       onState('checksums');
       const checksums = await tableChecksums(pool);
@@ -122,14 +93,7 @@ export async function replay(
       let schema = target;
       if (options.swap) {
         onState('swapping');
-        const live = ident(options.schema);
-        const previous = ident(`${options.schema}_previous`);
-        const exists = await lock.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [options.schema]);
-        await lock.query('BEGIN');
-        await lock.query(`DROP SCHEMA IF EXISTS ${previous} CASCADE`);
-        if (exists.rowCount) await lock.query(`ALTER SCHEMA ${live} RENAME TO ${previous}`);
-        await lock.query(`ALTER SCHEMA ${ident(target)} RENAME TO ${live}`);
-        await lock.query('COMMIT');
+        await swapSchemas(lock, options.schema, target);
         schema = options.schema;
       }
       onState('done');
@@ -142,6 +106,82 @@ export async function replay(
     lock.release();
     await admin.end();
   }
+}
+
+/** Takes the schema's lock exclusively, or throws `busy` while a materializer holds it. */
+async function lockSchema(lock: PoolClient, schema: string): Promise<void> {
+  const { rows } = await lock.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${schemaLockSql('$1')}) AS ok`, [
+    schema,
+  ]);
+  if (!rows[0]?.ok) throw new AppError('busy', `a materializer is running on schema '${schema}': stop it, then replay`);
+}
+
+/**
+ * Every consumed partition's current end (`topic:partition` → the first offset not to replay),
+ * and the records there are to replay: what retention left of each partition.
+ */
+async function captureEnds(kafka: Kafka, topicSuffix: string): Promise<{ stopAt: Map<string, bigint>; total: bigint }> {
+  const kafkaAdmin = kafka.admin();
+  await kafkaAdmin.connect();
+  const stopAt = new Map<string, bigint>();
+  let total = 0n;
+  try {
+    for (const kind of MATERIALIZED_KINDS) {
+      const topic = `${topicFor(kind).name}${topicSuffix}`;
+      for (const p of await kafkaAdmin.fetchTopicOffsets(topic)) {
+        stopAt.set(`${topic}:${p.partition}`, BigInt(p.high));
+        total += BigInt(p.high) - BigInt(p.low);
+      }
+    }
+  } finally {
+    await kafkaAdmin.disconnect();
+  }
+  return { stopAt, total };
+}
+
+/**
+ * Applies every record up to `stopAt` into `pool`'s schema with a materializer of its own
+ * (consumer group `replayGroup`, no outbox), and waits for the markers still waiting for data.
+ */
+async function rebuild(
+  pool: Pool,
+  replayGroup: string,
+  stopAt: ReadonlyMap<string, bigint>,
+  options: ReplayOptions,
+  deps: ReplayDeps,
+): Promise<void> {
+  const { logger } = deps;
+  const materializer = new Materializer(
+    {
+      groupId: replayGroup,
+      topicSuffix: options.topicSuffix,
+      migrationsDir: options.migrationsDir,
+      outbox: false,
+      hourlyRetentionDays: options.hourlyRetentionDays,
+      stopAt,
+    },
+    { kafka: deps.kafka, serde: deps.serde, pool, logger, ...(deps.metrics ? { metrics: deps.metrics } : {}) },
+  );
+  await materializer.start();
+  try {
+    await untilCaughtUp(pool, replayGroup, stopAt, logger);
+    // Every record is in; the derive path applies the markers still waiting for their data.
+    await materializer.settle();
+  } finally {
+    await materializer.stop();
+  }
+}
+
+/** Renames the rebuilt schema over the live one in one transaction, the live one kept as `<schema>_previous`. */
+async function swapSchemas(lock: PoolClient, schema: string, target: string): Promise<void> {
+  const live = ident(schema);
+  const previous = ident(`${schema}_previous`);
+  const exists = await lock.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+  await lock.query('BEGIN');
+  await lock.query(`DROP SCHEMA IF EXISTS ${previous} CASCADE`);
+  if (exists.rowCount) await lock.query(`ALTER SCHEMA ${live} RENAME TO ${previous}`);
+  await lock.query(`ALTER SCHEMA ${ident(target)} RENAME TO ${live}`);
+  await lock.query('COMMIT');
 }
 
 /** Waits until every partition's stored offset reached the captured end. */
