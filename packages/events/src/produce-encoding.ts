@@ -162,6 +162,96 @@ function planRecords(messages: readonly ProduceMessage[]): { plans: RecordPlan[]
   return { plans, bytes };
 }
 
+/** One partition of the request: its own args and its records' plan. */
+interface PlannedPartition {
+  p: ProduceRequestArgs['topicData'][number]['partitions'][number];
+  planned: { plans: RecordPlan[]; bytes: number };
+}
+
+/** One topic of the request, planned: its name's length, its partitions and its share of the request's bytes. */
+interface PlannedTopic {
+  topic: string;
+  topicLength: number;
+  partitions: PlannedPartition[];
+  bytes: number;
+}
+
+/** A topic's partitions planned and its bytes summed, or undefined when it needs kafkajs's own encoder. */
+function planTopic(t: ProduceRequestArgs['topicData'][number]): PlannedTopic | undefined {
+  if (typeof t.topic !== 'string') return undefined;
+  const topicLength = Buffer.byteLength(t.topic, 'utf8');
+  let bytes = 2 + topicLength + 4;
+  const partitions: PlannedPartition[] = [];
+  for (const p of t.partitions) {
+    if (p.firstSequence === null) return undefined;
+    const planned = planRecords(p.messages);
+    if (planned === undefined) return undefined;
+    // Partition, record batch size; the batch: first offset, its length, then the batch itself.
+    bytes += 4 + 4 + 8 + 4 + BATCH_HEADER + BODY_HEADER + planned.bytes;
+    partitions.push({ p, planned });
+  }
+  return { topic: t.topic, topicLength, partitions, bytes };
+}
+
+/**
+ * A partition's entry up to its batch's CRC: partition, record batch size, first offset, batch
+ * length, partition leader epoch and magic byte. Returns where the CRC goes.
+ */
+function writeBatchStart(buf: Buffer, at: number, partition: number, recordBytes: number): number {
+  const batchLength = BATCH_HEADER + BODY_HEADER + recordBytes;
+  at = buf.writeInt32BE(partition, at);
+  at = buf.writeInt32BE(8 + 4 + batchLength, at);
+  at = buf.writeBigInt64BE(0n, at); // first offset
+  at = buf.writeInt32BE(batchLength, at);
+  at = buf.writeInt32BE(0, at); // partition leader epoch
+  return buf.writeInt8(MAGIC_BYTE, at);
+}
+
+/**
+ * A batch body's header: attributes, last offset delta, first and max timestamps, producer id
+ * and epoch, first sequence, record count. Returns where the records go.
+ */
+function writeBodyHeader(
+  buf: Buffer,
+  at: number,
+  attributes: number,
+  timestamp: bigint,
+  producerId: { getHighBits(): number; getLowBits(): number },
+  producerEpoch: number,
+  p: PlannedPartition['p'],
+): number {
+  at = buf.writeInt16BE(attributes, at);
+  at = buf.writeInt32BE(p.messages.length - 1, at);
+  at = buf.writeBigInt64BE(timestamp, at);
+  at = buf.writeBigInt64BE(timestamp, at);
+  at = buf.writeInt32BE(producerId.getHighBits(), at);
+  at = buf.writeInt32BE(producerId.getLowBits(), at);
+  at = buf.writeInt16BE(producerEpoch, at);
+  at = buf.writeInt32BE(p.firstSequence ?? 0, at);
+  return buf.writeInt32BE(p.messages.length, at);
+}
+
+/** A partition's records as planRecords laid them out. Returns the offset past the last one. */
+function writeRecords(buf: Buffer, at: number, messages: readonly ProduceMessage[], plans: RecordPlan[]): number {
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i] as ProduceMessage;
+    const r = plans[i] as RecordPlan;
+    at = writeVarInt(buf, at, r.body);
+    buf[at++] = 0; // attributes
+    buf[at++] = 0; // timestamp delta 0, as a varlong
+    at = writeVarInt(buf, at, i);
+    at = writeBytes(buf, at, m.key, r.keyLength);
+    at = writeBytes(buf, at, m.value, r.valueLength);
+    at = writeVarInt(buf, at, r.headers.length);
+    for (const h of r.headers) {
+      at = writeVarInt(buf, at, h.keyLength);
+      at += buf.write(h.key, at, h.keyLength, 'utf8');
+      at = writeBytes(buf, at, h.value, h.valueLength);
+    }
+  }
+  return at;
+}
+
 /**
  * A produce v3 request's payload (what kafkajs's `encode` builds) in one buffer, or undefined when
  * the request needs kafkajs's own encoder. `now` stands in for kafkajs's Date.now() per partition.
@@ -180,22 +270,13 @@ export function encodeProduceRequest(
   const attributes = transactionalId ? TRANSACTIONAL_MASK : 0;
 
   // Pass 1: every partition's records planned and the request's size summed.
-  const topics = [];
+  const topics: PlannedTopic[] = [];
   let size = 2 + (transactionalId === null ? 0 : Buffer.byteLength(transactionalId, 'utf8')) + 2 + 4 + 4;
   for (const t of args.topicData) {
-    if (typeof t.topic !== 'string') return undefined;
-    const topicLength = Buffer.byteLength(t.topic, 'utf8');
-    size += 2 + topicLength + 4;
-    const partitions = [];
-    for (const p of t.partitions) {
-      if (p.firstSequence === null) return undefined;
-      const planned = planRecords(p.messages);
-      if (planned === undefined) return undefined;
-      // Partition, record batch size; the batch: first offset, its length, then the batch itself.
-      size += 4 + 4 + 8 + 4 + BATCH_HEADER + BODY_HEADER + planned.bytes;
-      partitions.push({ p, planned });
-    }
-    topics.push({ topic: t.topic, topicLength, partitions });
+    const topic = planTopic(t);
+    if (topic === undefined) return undefined;
+    size += topic.bytes;
+    topics.push(topic);
   }
 
   // Pass 2: the bytes, in kafkajs's order.
@@ -215,43 +296,11 @@ export function encodeProduceRequest(
     at += buf.write(t.topic, at, t.topicLength, 'utf8');
     at = buf.writeInt32BE(t.partitions.length, at);
     for (const { p, planned } of t.partitions) {
-      const batchLength = BATCH_HEADER + BODY_HEADER + planned.bytes;
-      at = buf.writeInt32BE(p.partition, at);
-      at = buf.writeInt32BE(8 + 4 + batchLength, at);
-      at = buf.writeBigInt64BE(0n, at); // first offset
-      at = buf.writeInt32BE(batchLength, at);
-      at = buf.writeInt32BE(0, at); // partition leader epoch
-      at = buf.writeInt8(MAGIC_BYTE, at);
-      const crcAt = at;
-      at += 4;
-      const bodyAt = at;
+      const crcAt = writeBatchStart(buf, at, p.partition, planned.bytes);
+      const bodyAt = crcAt + 4;
       // No message carries a timestamp (planRecords): first and max are the same "now".
-      const timestamp = BigInt(now());
-      at = buf.writeInt16BE(attributes, at);
-      at = buf.writeInt32BE(p.messages.length - 1, at);
-      at = buf.writeBigInt64BE(timestamp, at);
-      at = buf.writeBigInt64BE(timestamp, at);
-      at = buf.writeInt32BE(producerId.getHighBits(), at);
-      at = buf.writeInt32BE(producerId.getLowBits(), at);
-      at = buf.writeInt16BE(producerEpoch, at);
-      at = buf.writeInt32BE(p.firstSequence ?? 0, at);
-      at = buf.writeInt32BE(p.messages.length, at);
-      for (let i = 0; i < p.messages.length; i++) {
-        const m = p.messages[i] as ProduceMessage;
-        const r = planned.plans[i] as RecordPlan;
-        at = writeVarInt(buf, at, r.body);
-        buf[at++] = 0; // attributes
-        buf[at++] = 0; // timestamp delta 0, as a varlong
-        at = writeVarInt(buf, at, i);
-        at = writeBytes(buf, at, m.key, r.keyLength);
-        at = writeBytes(buf, at, m.value, r.valueLength);
-        at = writeVarInt(buf, at, r.headers.length);
-        for (const h of r.headers) {
-          at = writeVarInt(buf, at, h.keyLength);
-          at += buf.write(h.key, at, h.keyLength, 'utf8');
-          at = writeBytes(buf, at, h.value, h.valueLength);
-        }
-      }
+      at = writeBodyHeader(buf, bodyAt, attributes, BigInt(now()), producerId, producerEpoch, p);
+      at = writeRecords(buf, at, p.messages, planned.plans);
       buf.writeUInt32BE(parts.crc32C(buf.subarray(bodyAt, at)), crcAt);
     }
   }

@@ -6,7 +6,7 @@
 import { promisify } from 'node:util';
 import { brotliDecompress, gunzip, inflate } from 'node:zlib';
 import { AppError } from '@skinprices/domain';
-import { Pool } from 'undici';
+import { type Dispatcher, Pool } from 'undici';
 
 type Decoder = (buf: Buffer, o: { maxOutputLength: number }, cb: (err: Error | null, out: Buffer) => void) => void;
 const decoder = (fn: Decoder) => promisify(fn) as (buf: Buffer, o: { maxOutputLength: number }) => Promise<Buffer>;
@@ -15,6 +15,9 @@ const DECODERS: Record<string, (buf: Buffer, o: { maxOutputLength: number }) => 
   gzip: decoder(gunzip),
   deflate: decoder(inflate),
 };
+
+/** What every AppError of a request carries in its details. */
+type RequestDetails = { market: string; path: string };
 
 export type ResponseHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
@@ -130,9 +133,6 @@ export class UpstreamClient {
     query: Record<string, string | number | undefined> = {},
     signal?: AbortSignal,
   ): Promise<unknown> {
-    const qs = new URLSearchParams();
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, String(v));
-    const fullPath = `${this.prefix}${path}${qs.size > 0 ? `?${qs.toString()}` : ''}`;
     const deadline = AbortSignal.timeout(this.options.deadlineMs ?? 30_000);
     const abort = signal ? AbortSignal.any([deadline, signal]) : deadline;
     const started = performance.now();
@@ -141,84 +141,100 @@ export class UpstreamClient {
     try {
       const res = await this.pool.request({
         method: 'GET',
-        path: fullPath,
+        path: this.fullPath(path, query),
         signal: abort,
         headers: { ...this.options.headers, accept: 'application/json' },
       });
       status = res.statusCode;
       this.noteDate(res.headers.date);
       for (const listener of this.headerListeners) listener(res.headers);
-      if (res.statusCode === 429) {
-        await res.body.dump();
-        const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
-        throw new AppError('upstream_rate_limited', `${this.options.market}: 429 on ${path}`, {
-          details: { ...details, retryAfterMs },
-        });
-      }
-      if (res.statusCode >= 500) {
-        await res.body.dump();
-        throw new AppError('upstream_unavailable', `${this.options.market}: HTTP ${res.statusCode} on ${path}`, {
-          details: { ...details, status: res.statusCode },
-        });
-      }
-      if (res.statusCode !== 200) {
-        await res.body.dump();
-        throw new AppError('upstream_rejected', `${this.options.market}: HTTP ${res.statusCode} on ${path}`, {
-          details: { ...details, status: res.statusCode },
-        });
-      }
-      const length = Number(res.headers['content-length'] ?? 0);
-      const max = this.options.maxBodyBytes ?? 256 * 1024 * 1024;
-      if (length > max) {
-        await res.body.dump();
-        throw new AppError('upstream_malformed', `${this.options.market}: body of ${length} bytes on ${path}`, {
-          details,
-          retryable: false,
-        });
-      }
-      const text = await this.decode(
-        res.headers['content-encoding'],
-        Buffer.from(await res.body.arrayBuffer()),
-        max,
-        path,
-      );
-      try {
-        return JSON.parse(text) as unknown;
-      } catch (err) {
-        throw new AppError(
-          'upstream_malformed',
-          `${this.options.market}: body of ${path} is not JSON (${String(err)})`,
-          {
-            cause: err,
-            details,
-          },
-        );
-      }
+      await this.rejectStatus(res, path, details);
+      return await this.readJson(res, path, details);
     } catch (err) {
-      if (err instanceof AppError) throw err;
-      if (signal?.aborted)
-        throw new AppError('cancelled', `${this.options.market}: request cancelled`, {
-          cause: err,
-          details,
-          retryable: false,
-        });
-      const name = (err as { name?: string; code?: string }).name ?? '';
-      const code = (err as { code?: string }).code ?? '';
-      if (
-        name === 'TimeoutError' ||
-        name === 'AbortError' ||
-        (code.startsWith('UND_ERR_') && code.includes('TIMEOUT'))
-      ) {
-        throw new AppError('upstream_timeout', `${this.options.market}: ${path} timed out`, { cause: err, details });
-      }
-      // Connection refused or reset, a body cut short (truncated): transient.
-      throw new AppError('upstream_unavailable', `${this.options.market}: ${path} failed: ${String(err)}`, {
-        cause: err,
-        details,
-      });
+      throw this.failure(err, path, details, signal);
     } finally {
       this.options.onResponse?.({ path, status, ms: performance.now() - started });
     }
+  }
+
+  /** The request's path: the base URL's path, the route, and the query's defined parameters. */
+  private fullPath(path: string, query: Record<string, string | number | undefined>): string {
+    const qs = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) qs.set(k, String(v));
+    return `${this.prefix}${path}${qs.size > 0 ? `?${qs.toString()}` : ''}`;
+  }
+
+  /**
+   * Throws for any status but 200, its body drained so the connection goes back to the pool: 429
+   * is rate limited (with the Retry-After it asked for), 5xx unavailable, anything else rejected.
+   */
+  private async rejectStatus(res: Dispatcher.ResponseData, path: string, details: RequestDetails): Promise<void> {
+    if (res.statusCode === 200) return;
+    await res.body.dump();
+    if (res.statusCode === 429) {
+      const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
+      throw new AppError('upstream_rate_limited', `${this.options.market}: 429 on ${path}`, {
+        details: { ...details, retryAfterMs },
+      });
+    }
+    const code = res.statusCode >= 500 ? 'upstream_unavailable' : 'upstream_rejected';
+    throw new AppError(code, `${this.options.market}: HTTP ${res.statusCode} on ${path}`, {
+      details: { ...details, status: res.statusCode },
+    });
+  }
+
+  /**
+   * A 200's body read, decoded and parsed as JSON. A body announced past `maxBodyBytes` is left
+   * unread; one that is not JSON is malformed.
+   */
+  private async readJson(res: Dispatcher.ResponseData, path: string, details: RequestDetails): Promise<unknown> {
+    const length = Number(res.headers['content-length'] ?? 0);
+    const max = this.options.maxBodyBytes ?? 256 * 1024 * 1024;
+    if (length > max) {
+      await res.body.dump();
+      throw new AppError('upstream_malformed', `${this.options.market}: body of ${length} bytes on ${path}`, {
+        details,
+        retryable: false,
+      });
+    }
+    const text = await this.decode(
+      res.headers['content-encoding'],
+      Buffer.from(await res.body.arrayBuffer()),
+      max,
+      path,
+    );
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (err) {
+      throw new AppError('upstream_malformed', `${this.options.market}: body of ${path} is not JSON (${String(err)})`, {
+        cause: err,
+        details,
+      });
+    }
+  }
+
+  /**
+   * What a request's failure is as an AppError: one already is; the caller's signal makes it
+   * cancelled; a deadline or an undici timeout a timeout; anything else the upstream unavailable.
+   */
+  private failure(err: unknown, path: string, details: RequestDetails, signal: AbortSignal | undefined): AppError {
+    if (err instanceof AppError) return err;
+    if (signal?.aborted)
+      return new AppError('cancelled', `${this.options.market}: request cancelled`, {
+        cause: err,
+        details,
+        retryable: false,
+      });
+    const name = (err as { name?: string; code?: string }).name ?? '';
+    const code = (err as { code?: string }).code ?? '';
+    if (name === 'TimeoutError' || name === 'AbortError' || (code.startsWith('UND_ERR_') && code.includes('TIMEOUT'))) {
+      return new AppError('upstream_timeout', `${this.options.market}: ${path} timed out`, { cause: err, details });
+    }
+    // Connection refused or reset, a body cut short (truncated): transient.
+    return new AppError('upstream_unavailable', `${this.options.market}: ${path} failed: ${String(err)}`, {
+      cause: err,
+      details,
+    });
   }
 
   /** The body as text, decoded from its content-encoding; a body that will not decode is malformed. */

@@ -237,62 +237,22 @@ export class Simulator {
           return json(res, 200, clock.state());
         case 'GET /_sim/traffic':
           return json(res, 200, Object.fromEntries(this.traffic));
-        case 'POST /_sim/clock': {
-          const b = (await readJson(req)) as { advanceMs?: number; setMs?: number; speed?: number };
-          if (b.speed !== undefined) clock.setSpeed(b.speed);
-          if (b.advanceMs !== undefined) clock.advance(b.advanceMs);
-          if (b.setMs !== undefined) clock.set(b.setMs);
-          return json(res, 200, clock.state());
-        }
+        case 'POST /_sim/clock':
+          return await this.setClock(req, res);
         case 'GET /_sim/faults':
           return json(res, 200, faults.list());
-        case 'POST /_sim/faults': {
-          const b = (await readJson(req)) as { market?: string } & FaultSpec;
-          const targets = b.market === '*' ? MARKETS.map((m) => m.slug) : [b.market];
-          for (const t of targets) {
-            if (!isMarketSlug(t)) return json(res, 400, { error: `unknown market '${String(t)}'` });
-            const { market: _m, ...spec } = b;
-            faults.set(t, spec);
-          }
-          return json(res, 200, faults.list());
-        }
+        case 'POST /_sim/faults':
+          return await this.setFaults(req, res);
         case 'DELETE /_sim/faults':
           faults.clear(url.searchParams.get('market') ?? undefined);
           return json(res, 200, faults.list());
-        case 'POST /_sim/override': {
-          const b = (await readJson(req)) as {
-            market?: string;
-            market_hash_name?: string;
-            phase?: string;
-            price?: string | null;
-            count?: number;
-          };
-          if (!isMarketSlug(b.market)) return json(res, 400, { error: 'market: unknown' });
-          const item = model.find(b.market_hash_name ?? '', b.phase ?? '');
-          if (!item) return json(res, 404, { error: 'no such catalogue item' });
-          const priceMinor =
-            b.price === null || b.price === undefined
-              ? null
-              : Number(
-                  parsePrice(b.price)
-                    .times(10 ** PRICE_SCALE)
-                    .toFixed(0),
-                );
-          model.setOverride(b.market, item, { priceMinor, count: b.count ?? 1, from: clock.now() });
-          return json(res, 200, { ok: true, at: clock.now() });
-        }
+        case 'POST /_sim/override':
+          return await this.setOverride(req, res);
         case 'DELETE /_sim/override':
           model.clearOverrides();
           return json(res, 200, { ok: true });
-        case 'GET /_sim/truth': {
-          const market = url.searchParams.get('market') ?? '';
-          const kind = (url.searchParams.get('kind') ?? 'listings') as TruthKind;
-          if (!isMarketSlug(market)) return json(res, 400, { error: 'market: unknown' });
-          if (!TRUTH_KINDS.includes(kind)) return json(res, 400, { error: `kind: one of ${TRUTH_KINDS.join(', ')}` });
-          const at = Number(url.searchParams.get('at') ?? clock.now());
-          const from = Number(url.searchParams.get('from') ?? at - 3_600_000);
-          return json(res, 200, { market, kind, at, records: truth(this.deps, market, kind, at, from) });
-        }
+        case 'GET /_sim/truth':
+          return this.serveTruth(url.searchParams, res);
         case 'GET /_sim/catalogue':
           return json(
             res,
@@ -305,5 +265,70 @@ export class Simulator {
     } catch (err) {
       json(res, 400, { error: err instanceof Error ? err.message : String(err) });
     }
+  }
+
+  /** POST /_sim/clock: sets the speed, then advances, then sets the time, whichever the body names. */
+  private async setClock(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { clock } = this.deps;
+    const b = (await readJson(req)) as { advanceMs?: number; setMs?: number; speed?: number };
+    if (b.speed !== undefined) clock.setSpeed(b.speed);
+    if (b.advanceMs !== undefined) clock.advance(b.advanceMs);
+    if (b.setMs !== undefined) clock.set(b.setMs);
+    json(res, 200, clock.state());
+  }
+
+  /** POST /_sim/faults: one marketplace's fault, or every marketplace's for `market: '*'`. */
+  private async setFaults(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { faults } = this.deps;
+    const b = (await readJson(req)) as { market?: string } & FaultSpec;
+    const targets = b.market === '*' ? MARKETS.map((m) => m.slug) : [b.market];
+    for (const t of targets) {
+      if (!isMarketSlug(t)) return json(res, 400, { error: `unknown market '${String(t)}'` });
+      const { market: _m, ...spec } = b;
+      faults.set(t, spec);
+    }
+    json(res, 200, faults.list());
+  }
+
+  /**
+   * POST /_sim/override: one catalogue item's lowest price (null: no listing) and listing count on
+   * one marketplace, from the simulated now on.
+   */
+  private async setOverride(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { clock, model } = this.deps;
+    const b = (await readJson(req)) as {
+      market?: string;
+      market_hash_name?: string;
+      phase?: string;
+      price?: string | null;
+      count?: number;
+    };
+    if (!isMarketSlug(b.market)) return json(res, 400, { error: 'market: unknown' });
+    const item = model.find(b.market_hash_name ?? '', b.phase ?? '');
+    if (!item) return json(res, 404, { error: 'no such catalogue item' });
+    const priceMinor =
+      b.price === null || b.price === undefined
+        ? null
+        : Number(
+            parsePrice(b.price)
+              .times(10 ** PRICE_SCALE)
+              .toFixed(0),
+          );
+    model.setOverride(b.market, item, { priceMinor, count: b.count ?? 1, from: clock.now() });
+    json(res, 200, { ok: true, at: clock.now() });
+  }
+
+  /**
+   * GET /_sim/truth: one marketplace's records of a kind at `at` (default the simulated now), sales
+   * from `from` (default an hour before `at`).
+   */
+  private serveTruth(params: URLSearchParams, res: ServerResponse): void {
+    const market = params.get('market') ?? '';
+    const kind = (params.get('kind') ?? 'listings') as TruthKind;
+    if (!isMarketSlug(market)) return json(res, 400, { error: 'market: unknown' });
+    if (!TRUTH_KINDS.includes(kind)) return json(res, 400, { error: `kind: one of ${TRUTH_KINDS.join(', ')}` });
+    const at = Number(params.get('at') ?? this.deps.clock.now());
+    const from = Number(params.get('from') ?? at - 3_600_000);
+    json(res, 200, { market, kind, at, records: truth(this.deps, market, kind, at, from) });
   }
 }
