@@ -1,8 +1,8 @@
 /**
- * What a list body's patch costs by how many rows it carries (list-body.ts), on one marketplace's
+ * What a list body's patch costs by how many rows it carries (list-segments.ts), on one marketplace's
  * full-size list of the simulator's rows: wall and CPU milliseconds (CPU includes libuv's
  * compression threads), medians of 7 patches of randomly chosen rows, and the body's size. The
- * figures behind the burst level of list-body.ts (bench/bottlenecks.md, Freshness).
+ * figures behind the burst level of list-segments.ts (bench/bottlenecks.md, Freshness).
  *
  *   node --import tsx bench/list-patch.ts [--size 35000]
  */
@@ -85,7 +85,7 @@ for (const n of [10, 100, 900, 3_600]) {
   ]);
   console.log(`patch of ${n} rows: ${took}, body ${list.body.headGzip.length} bytes gzip`);
 }
-// A slice of liquidity scores (list-body.ts FIELD_SEGMENTS): every row of `segments` segments
+// A slice of liquidity scores (list-cache.ts FIELD_SEGMENTS): every row of `segments` segments
 // gets a new score, as after a derive round that moved the whole catalogue's.
 for (const segments of [4, 12, 24]) {
   const took = await patches(() => [

@@ -13,7 +13,8 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest }
 import { authHook } from './auth.js';
 import { AnswerCache, BodyCache, type DerivedVersion } from './bodies.js';
 import { CatalogueCache } from './catalogue-cache.js';
-import { ListBodyCache, SharedFieldReads } from './list-body.js';
+import { ListBodyCache } from './list-cache.js';
+import { SharedFieldReads } from './list-reads.js';
 import { Slots } from './slots.js';
 import { ChangeWaker } from './changes/waker.js';
 import {

@@ -3,14 +3,9 @@ export { buildApp, CATALOGUE_MARKETS, LIST_MARKETS, type AppDeps } from './app.j
 export { apiConfigSchema, MIGRATIONS_DIR as API_MIGRATIONS_DIR, type ApiConfig } from './config.js';
 export { KeyStore, KEYS_CONTRACT, type ApiKey, type AuthFailure, type CreateKeyInput } from './keys.js';
 export { FailedAuthLimiter, MemoryRateLimiter, RedisRateLimiter, type RateLimiter, type Verdict } from './limits.js';
-export {
-  ListBodyCache,
-  ROWS_PER_SEGMENT,
-  SegmentedList,
-  type ListRow,
-  type ListSource,
-  type RowChange,
-} from './list-body.js';
+export { ListBodyCache } from './list-cache.js';
+export type { ListSource } from './list-reads.js';
+export { ROWS_PER_SEGMENT, SegmentedList, type ListRow, type RowChange } from './list-segments.js';
 export { ApiMetrics } from './metrics.js';
 export { ENDPOINT_IDS, ENDPOINTS, PLANS, planFor, type EndpointId, type Plan } from './plans.js';
 export { ReadModel } from './readmodel.js';

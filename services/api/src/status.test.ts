@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { FreshnessRow, MaterializerRow } from './readmodel.js';
+import type { FreshnessRow, MaterializerRow } from './readmodel-status.js';
 import { DEFAULT_STATUS_OPTIONS, statusReport, type StatusInputs } from './status.js';
 
 const NOW = new Date('2026-11-23T12:00:00.000Z');

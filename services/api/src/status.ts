@@ -14,7 +14,8 @@
  *   hung consumer, or pollers that stopped).
  */
 import { getMarket, isMarketSlug, refreshIntervalMs } from '@skinprices/domain';
-import type { FreshnessRow, MaterializerRow, ReadModel } from './readmodel.js';
+import type { ReadModel } from './readmodel.js';
+import type { FreshnessRow, MaterializerRow } from './readmodel-status.js';
 
 export interface StatusOptions {
   /** Added to twice the refresh interval before a kind counts as stale. @default 60000 */

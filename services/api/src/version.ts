@@ -175,7 +175,7 @@ export class ReadModelVersion {
 
   /**
    * How often liquidity scores moved (`scores`: the derive path's recomputation, which also sends
-   * `derived`): lists read their scores only after this moved (list-body.ts LiquidityLag). The
+   * `derived`): lists read their scores only after this moved (list-reads.ts LiquidityLag). The
    * markers' transaction moves `derived` alone, before the scores it queues are computed.
    */
   scores(): number {

@@ -6,7 +6,7 @@
 import { getMarket, type MarketSlug } from '@skinprices/domain';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { ListRow } from '../list-body.js';
+import type { ListRow } from '../list-segments.js';
 import { marketPath, nameQuery, type RouteContext } from './context.js';
 import { BUYORDER_MARKETS, FLOAT_BUYORDER_MARKETS, LIST_MARKETS, slugs } from './exposure.js';
 import { buyorderRowSchema, envelope, FloatBuyorderRow, listingRowSchema, oneShapeOf, responses } from './schemas.js';
