@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { judgeGate, recomputeGate } from './deriver.js';
+import { judgeGate, recomputeGate } from './derive-gates.js';
 
 describe('recomputeGate: the recomputation is paced, and waits while ingest is far behind', () => {
   it('never runs before its pace allows, backlog or not', () => {

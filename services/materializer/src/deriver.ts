@@ -43,10 +43,12 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Backoff, type Logger } from '@skinprices/runtime';
-import { ident, type Pool, type PoolClient } from '@skinprices/store';
+import type { Pool, PoolClient } from '@skinprices/store';
 import { dropOldHourPartitions, type LiquidityRefresh } from './derived.js';
 import { applyReadyMarkers, judgePending, judgeQueue, recomputeDerived } from './markers.js';
+import { judgeGate, MAX_RECOMPUTE_PAUSE_MS, RECOMPUTE_COST_FACTOR, recomputeGate } from './derive-gates.js';
 import { noteReadChanges } from './read-changes.js';
+import { TableUpkeep } from './table-upkeep.js';
 
 export type DeriverState = 'idle' | 'deriving' | 'stopping' | 'stopped';
 
@@ -77,72 +79,6 @@ export interface DeriverOptions {
   listingsBacklog?: () => number;
 }
 
-/**
- * Why the recomputation is paced: every poll cycle of any of the 14 marketplaces queues one.
- * Liquidity takes only the items whose inputs moved (derived.ts), but a cold start, a FULL cycle
- * or a day's roll-over moves most of them, and an hour of market cap reads every CN-A item. Run
- * back to back, the recomputations would take most of PostgreSQL's time beside ingest on the same
- * two cores, and prices would wait behind them from produced to committed. Paced, the queued work
- * (derive_pending) is coalesced into the next run: liquidity scores move every ~3T instead of
- * every T (the API shows them with a lag of its own, DERIVED_MAX_LAG_MS), and the last run still
- * sees all data at the final clock (replay determinism, recomputeDerived). settle() is not
- * paced: a replay's or a test's end recomputes at once.
- */
-const RECOMPUTE_COST_FACTOR = 2;
-/** A recomputation that waited long for a lock (wall time, not work) never pauses it longer than this. */
-const MAX_RECOMPUTE_PAUSE_MS = 30_000;
-
-/**
- * While this process's partitions have more than this many records left to read, a recomputation
- * of work its own markers queued waits, at most MAX_RECOMPUTE_DEFER_MS from the first marker
- * that queued it: prices before the values derived from them. In a cold start each marker's
- * recomputation would read the catalogue as it stands so far, each longer than the last, on the
- * PostgreSQL that the ingest of the rest of the catalogue needs; deferred, fewer of them cover the
- * same markers. A marketplace's FULL listings cycle is ~33,000 records, so in steady state one
- * defers it for the seconds its cycle takes to ingest.
- */
-const BACKLOG_DEFERS = 10_000;
-const MAX_RECOMPUTE_DEFER_MS = 30_000;
-
-/**
- * Whether the recomputation may run at `now` (pure): not before `dueAt` (its pace); and while
- * `backlog` records wait for ingest, not until the work queued since `queuedSince` has waited
- * MAX_RECOMPUTE_DEFER_MS. Work this process did not see queued (undefined: a restart, another
- * member's markers) runs when due, never deferred.
- */
-export function recomputeGate(now: number, dueAt: number, backlog: number, queuedSince: number | undefined): boolean {
-  if (now < dueAt) return false;
-  return backlog <= BACKLOG_DEFERS || queuedSince === undefined || now - queuedSince >= MAX_RECOMPUTE_DEFER_MS;
-}
-
-/**
- * The second look (judge_pending) waits while listings are still coming in: a LISTINGS marker
- * stored and not yet applied, or more than BACKLOG_DEFERS records left to read on listings.v1
- * (a cycle whose marker is not sent yet): once those are in, one run covers them all. It knows
- * its oldest row's queued_at, whoever queued it (another member, a process before a restart),
- * and waits at most JUDGE_MAX_DEFER_MS from it. In a cold start the first cycles' markers are
- * applied over ~30 s, the slowest marketplace's last (its upstream pages 100 items), so the look
- * runs once, after it. Only the listings hold it, because the alternatives cost more:
- * - in the markers' transaction, each clump's look over its currency's catalogue as it stands so
- *   far would hold that clump's status for seconds;
- * - deferred by the whole backlog like the recomputation, the look would start just as the last
- *   marketplace's marker becomes ready, which then waits for it;
- * - deferred by the whole backlog and pending markers, it would wait for the other kinds' first
- *   cycles after the catalogue (hundreds of thousands of records) until its cap, and its run over
- *   the whole catalogue (~10 s) would fall into the minutes after the cold start, where price
- *   changes must show.
- */
-const JUDGE_MAX_DEFER_MS = 60_000;
-
-/**
- * Whether the second look may run (pure): after its oldest queued row has waited `waitedMs`,
- * with `listingsBacklog` records left to read on listings.v1 and `listingsPending` telling
- * whether a LISTINGS marker is stored but not applied.
- */
-export function judgeGate(waitedMs: number, listingsBacklog: number, listingsPending: boolean): boolean {
-  return waitedMs >= JUDGE_MAX_DEFER_MS || (listingsBacklog <= BACKLOG_DEFERS && !listingsPending);
-}
-
 /** The derive path's transactions: applying markers, judging again and recomputing what they queued. */
 export type DeriveStep = 'markers' | 'judge' | 'recompute';
 
@@ -156,30 +92,6 @@ export interface DeriveReport {
   /** What the liquidity refresh did (step `recompute`, once the read model has a clock). */
   liquidity?: LiquidityRefresh;
 }
-
-/**
- * The upkeep looks for tables due every this many of the derive loop's intervals (15 s by
- * default; autovacuum's own naptime is 60 s).
- */
-const UPKEEP_INTERVALS = 15;
-
-/**
- * The tables of this schema autovacuum would vacuum or analyze now by its default thresholds
- * (autovacuum_vacuum_threshold 50, _scale_factor 0.2; the inserts' 1000 and 0.2, since
- * PostgreSQL 13, which set an append-only table's visibility map and freeze it early;
- * _analyze_threshold 50, _scale_factor 0.1), and none where the server's autovacuum is on.
- * reltuples is -1 before a table's first VACUUM or ANALYZE.
- */
-const UPKEEP_DUE = `
-  WITH t AS (
-    SELECT s.relname AS name, s.n_dead_tup AS dead, s.n_live_tup AS live,
-           s.n_dead_tup > 50 + 0.2 * greatest(c.reltuples, 0)
-             OR s.n_ins_since_vacuum > 1000 + 0.2 * greatest(c.reltuples, 0) AS vacuum,
-           s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0) AS stale
-    FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
-    WHERE s.schemaname = current_schema() AND NOT current_setting('autovacuum')::boolean
-  )
-  SELECT name, vacuum, dead, live FROM t WHERE vacuum OR stale ORDER BY dead DESC`;
 
 /** The advisory lock key of a schema's derive path (one deriver at a time). */
 const DERIVE_LOCK = `hashtext('skinprices-derive:' || current_schema())`;
@@ -202,18 +114,20 @@ export class Deriver {
    * taken since (performance.now()): see BACKLOG_DEFERS.
    */
   private queuedSince: number | undefined;
-  /** When table upkeep may look next (performance.now()): see upkeep. */
-  private upkeepDueAt = 0;
-  private upkeepAnnounced = false;
-  /** The upkeep running on a connection of its own, if any. */
-  private upkeeping: Promise<void> | undefined;
-  /** Its backend, while it tends tables: stop() cancels what it runs. */
-  private upkeepPid: number | undefined;
+  /** VACUUM and ANALYZE where the server's autovacuum is off (table-upkeep.ts). */
+  private readonly upkeep: TableUpkeep;
 
   constructor(
     private readonly options: DeriverOptions,
     private readonly deps: { pool: Pool; logger: Pick<Logger, 'warn' | 'info' | 'error'> },
-  ) {}
+  ) {
+    this.upkeep = new TableUpkeep(
+      deps,
+      options.intervalMs ?? 1_000,
+      () => options.backlog?.() ?? 0,
+      () => this.stopping(),
+    );
+  }
 
   onDerive(listener: (r: DeriveReport) => void): () => void {
     this.listeners.add(listener);
@@ -251,11 +165,7 @@ export class Deriver {
     this.state = 'stopping';
     if (this.timer) clearInterval(this.timer);
     await this.running;
-    // A VACUUM at cost limits can take tens of seconds: cancelled, not waited out (it is
-    // upkeep; the next start looks again).
-    if (this.upkeepPid !== undefined)
-      await this.deps.pool.query('SELECT pg_cancel_backend($1)', [this.upkeepPid]).catch(() => undefined);
-    await this.upkeeping;
+    await this.upkeep.stop();
     this.state = 'stopped';
   }
 
@@ -305,95 +215,6 @@ export class Deriver {
   }
 
   /**
-   * Where the server's autovacuum is off, what it would have done for this schema's tables, by its
-   * default thresholds: VACUUM a table whose dead rows passed 20% (+50) or whose rows inserted
-   * since its last VACUUM did (+1000), ANALYZE one whose changes since its statistics passed 10%
-   * (+50). Started after a round's work, at most every UPKEEP_INTERVALS, on a connection of its
-   * own, and not while ingest is far behind (BACKLOG_DEFERS): run in the round, while a cold
-   * start's tables are analyzed at cost limits, it would hold the markers up.
-   *
-   * Why: the machines this runs on in CI and the benchmarks ship PostgreSQL with `autovacuum =
-   * off` (conf.d/90-ci.conf). Without this upkeep nothing refreshes the statistics after a cold
-   * start's last doubling, or removes a row version: within minutes of a start listings_current
-   * would hold a dead row for every few live ones and be planned on statistics taken at a fraction
-   * of its size, and a burst's merge would find each batch row's stored state through the name
-   * index (several buffers a row, other marketplaces' rows filtered away) instead of the key.
-   * Unthrottled, a VACUUM would take cores from ingest: it runs at autovacuum's cost limits
-   * (vacuum_cost_delay 2 ms). SKIP_LOCKED: another member's deriver vacuuming the same table
-   * is left to it rather than waited for; TRUNCATE false: giving pages back to the file system
-   * takes an exclusive lock ingest batches would queue behind.
-   */
-  private startUpkeep(): void {
-    const now = performance.now();
-    if (this.upkeeping || this.state !== 'deriving' || now < this.upkeepDueAt) return;
-    // A cold start or a catch-up: its tables are written faster than any statistics keep up
-    // with, and the cores are ingest's (the doubling ANALYZE covers the plans meanwhile).
-    if ((this.options.backlog?.() ?? 0) > BACKLOG_DEFERS) return;
-    this.upkeepDueAt = now + UPKEEP_INTERVALS * (this.options.intervalMs ?? 1_000);
-    this.upkeeping = this.upkeep().finally(() => {
-      this.upkeeping = undefined;
-    });
-  }
-
-  /** On a connection of its own: a VACUUM at cost limits takes seconds, which markers must not wait for. */
-  private async upkeep(): Promise<void> {
-    let client: PoolClient;
-    try {
-      client = await this.deps.pool.connect();
-    } catch (err) {
-      this.deps.logger.warn({ err }, 'table upkeep failed; trying again later');
-      return;
-    }
-    try {
-      const { rows } = await client.query<{ name: string; vacuum: boolean; dead: string; live: string }>(UPKEEP_DUE);
-      if (rows.length > 0) {
-        const { rows: me } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-        this.upkeepPid = me[0]?.pid;
-        await this.tend(client, rows);
-      }
-    } catch (err) {
-      // Upkeep only: the next interval tries again (a stop cancels it on purpose).
-      if (!this.stopping()) this.deps.logger.warn({ err }, 'table upkeep failed; trying again later');
-    } finally {
-      this.upkeepPid = undefined;
-      // Stopping: the connection is closed, not pooled again, so stop()'s cancel can never reach
-      // a statement of someone else's.
-      client.release(this.stopping());
-    }
-  }
-
-  private async tend(
-    client: PoolClient,
-    rows: readonly { name: string; vacuum: boolean; dead: string; live: string }[],
-  ): Promise<void> {
-    if (!this.upkeepAnnounced) {
-      this.upkeepAnnounced = true;
-      this.deps.logger.warn(
-        {},
-        "the server's autovacuum is off: the derive path vacuums and analyzes this schema's tables at autovacuum's default thresholds",
-      );
-    }
-    await client.query(`SET vacuum_cost_delay = '2ms'`);
-    try {
-      for (const { name, vacuum, dead, live } of rows) {
-        if (this.stopping()) break;
-        const t0 = performance.now();
-        await client.query(
-          vacuum
-            ? `VACUUM (SKIP_LOCKED, ANALYZE, TRUNCATE false) ${ident(name)}`
-            : `ANALYZE (SKIP_LOCKED) ${ident(name)}`,
-        );
-        this.deps.logger.info(
-          { table: name, dead: Number(dead), live: Number(live), ms: Math.round(performance.now() - t0) },
-          vacuum ? 'vacuumed' : 'analyzed',
-        );
-      }
-    } finally {
-      await client.query('RESET vacuum_cost_delay').catch(() => undefined);
-    }
-  }
-
-  /**
    * One round of the derive path: the markers' transaction, then the second look's and the
    * recomputation's; returns how many markers it applied plus 1 for each of the other two that ran
    * (0: nothing to do, or locked elsewhere).
@@ -431,7 +252,7 @@ export class Deriver {
       // Paced unless settling (the 1 s timer pokes again, and finds it due).
       const recomputed = wait || this.recomputeDue() ? await this.recompute(client, wait) : [];
       if (markers.length > 0) await this.retain(client);
-      this.startUpkeep();
+      if (this.state === 'deriving') this.upkeep.start();
       return markers.length + judged.length + recomputed.length;
     } finally {
       client.release();
