@@ -59,6 +59,20 @@ describe('CatalogueCache', () => {
     expect(JSON.parse(itemsJson(await all).toString()).item.a).toEqual({ price: '1.10' });
   });
 
+  it('fresh: a joined read that began before the version seen is followed by another', async () => {
+    const f = fixture();
+    await f.cache.get(true);
+    f.change('a', '2.00');
+    let open!: () => void;
+    f.gates.a = new Promise<void>((r) => (open = r));
+    await f.cache.get(false); // starts reading a at its second version, in the background
+    f.change('a', '3.00');
+    const fresh = f.items(true, [0]);
+    f.gates.a = undefined;
+    open();
+    expect((await fresh).item?.a).toEqual({ price: '3.00' });
+  });
+
   it('not fresh: serves what it holds while it reads again; fresh waits', async () => {
     const f = fixture({ minAgeMs: 60_000 });
     await f.cache.get(false);

@@ -10,7 +10,10 @@
 import type { DerivedVersion } from './bodies.js';
 import { Catalogue, type CatalogueShard } from './catalogue.js';
 
-/** What the catalogue holds of one marketplace: its read-model version when read, and when. */
+/** How often a fresh lookup reads a marketplace again whose joined read began before its version. */
+const MAX_FRESH_ROUNDS = 3;
+
+/** What the catalogue holds of one marketplace: its read-model version when read, and when (performance.now()). */
 interface Held {
   version: number;
   derived: number;
@@ -53,7 +56,14 @@ export class CatalogueCache {
     }
     this.stats.misses++;
     if (fresh || stale.some((i) => this.held[i] === undefined)) {
-      await Promise.all(stale.map((i) => this.refresh(i)));
+      // A read already in flight may have started before the version seen here: it is joined,
+      // and read again once it ends if what it holds is still older.
+      const seen = stale.map((i) => this.versionOf([this.markets[i] as string]));
+      let behind = stale;
+      for (let round = 0; round < MAX_FRESH_ROUNDS && behind.length > 0; round++) {
+        await Promise.all(behind.map((i) => this.refresh(i)));
+        behind = stale.filter((i, k) => (this.held[i]?.version ?? -1) < (seen[k] as number));
+      }
       return this.catalogue;
     }
     // Served as held; the next request finds it current. A failed read is retried by the next one.
@@ -63,7 +73,7 @@ export class CatalogueCache {
 
   /** Of `wanted`, the marketplaces whose held data is older than the read model's. */
   private staleOf(wanted: readonly number[], minAgeMs: number): number[] {
-    const now = Date.now();
+    const now = performance.now();
     const d = this.derived?.version() ?? 0;
     const lag = this.derived?.maxLagMs ?? 0;
     return wanted.filter((i) => {
@@ -87,7 +97,7 @@ export class CatalogueCache {
     p = this.read(market)
       .then((shard) => {
         this.catalogue = this.catalogue.with(market, shard);
-        this.held[i] = { version, derived, at: Date.now() };
+        this.held[i] = { version, derived, at: performance.now() };
       })
       .finally(() => this.reading.delete(i));
     this.reading.set(i, p);

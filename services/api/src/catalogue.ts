@@ -203,7 +203,13 @@ export class Catalogue {
       const start = this.ends[i] as number;
       if (!plan) {
         const delta = w + (start - from) - start;
-        if (delta !== 0) for (let q = i * M * 2; q < (i + 1) * M * 2; q++) places[q] = (places[q] as number) + delta;
+        // Absent pairs (start = end) stay as they are: only the places of present objects move.
+        if (delta !== 0)
+          for (let q = i * M * 2; q < (i + 1) * M * 2; q += 2)
+            if (places[q] !== places[q + 1]) {
+              places[q] = (places[q] as number) + delta;
+              places[q + 1] = (places[q + 1] as number) + delta;
+            }
         ends[i + 1] = (this.ends[i + 1] as number) + delta;
         continue;
       }

@@ -836,7 +836,9 @@ export class Poller {
       c = this.deps.serde.codec(topic, eventKind);
       this.codecs.set(topic, c);
       // A registration that failed (the registry away) is asked again by the next cycle, not kept.
-      c.catch(() => this.codecs.delete(topic));
+      c.catch(() => {
+        if (this.codecs.get(topic) === c) this.codecs.delete(topic);
+      });
     }
     return c;
   }
