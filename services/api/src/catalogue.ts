@@ -145,8 +145,9 @@ export class Catalogue {
     const at = this.markets.indexOf(market);
     if (at < 0) throw new Error(`catalogue: unknown marketplace ${market}`);
     const names = this.markets.map((m) => Buffer.from(`${JSON.stringify(m)}:`));
-    const { keyList, index, fromOld } = this.keysWith(at, shard);
-    if (keyList === this.keyList) return this.withSameKeys(at, shard, names);
+    const keys = this.keysWith(at, shard);
+    if (!keys) return this.withSameKeys(at, shard, names);
+    const { keyList, index, fromOld } = keys;
     const M = this.markets.length;
     const n = keyList.length;
     const members = keyList.map((k, i) => this.memberPlan(fromOld[i] as number, k, at, shard, names));
@@ -283,11 +284,11 @@ export class Catalogue {
     return w;
   }
 
-  /** The keys after replacing marketplace `at` by `shard`, and each one's member here (-1: new). */
+  /** The keys after replacing marketplace `at` by `shard`, and each one's member here (-1: new); undefined: the same keys. */
   private keysWith(
     at: number,
     shard: CatalogueShard,
-  ): { keyList: readonly string[]; index: Map<string, number>; fromOld: Int32Array } {
+  ): { keyList: readonly string[]; index: Map<string, number>; fromOld: Int32Array } | undefined {
     const M = this.markets.length;
     /** Whether member i lists a marketplace other than `at`. */
     const othersHold = (i: number) => {
@@ -309,7 +310,7 @@ export class Catalogue {
           same = false;
           break;
         }
-    if (same) return { keyList: this.keyList, index: this.index, fromOld: Int32Array.from(this.keyList, (_, i) => i) };
+    if (same) return undefined;
     const keys = new Set<string>();
     this.keyList.forEach((k, i) => {
       if (othersHold(i)) keys.add(k);

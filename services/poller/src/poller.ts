@@ -823,24 +823,16 @@ export class Poller {
     if (job.history && job.historyWork && !error) job.history.done(job.historyWork);
   }
 
-  private readonly codecs = new Map<string, Promise<TopicCodec<EventKind>>>();
-
   private codec(kind: Kind | 'MARKER'): Promise<TopicCodec<EventKind>> {
     return this.eventCodec(kind === 'MARKER' ? 'pollCycle' : eventOf(kind));
   }
 
+  /**
+   * The serde holds each topic's codec and drops a registration that failed (the registry away),
+   * so the next cycle asks again; nothing is cached here on top of it.
+   */
   private eventCodec(eventKind: EventKind): Promise<TopicCodec<EventKind>> {
-    const topic = `${topicFor(eventKind).name}${this.options.topicSuffix}`;
-    let c = this.codecs.get(topic);
-    if (!c) {
-      c = this.deps.serde.codec(topic, eventKind);
-      this.codecs.set(topic, c);
-      // A registration that failed (the registry away) is asked again by the next cycle, not kept.
-      c.catch(() => {
-        if (this.codecs.get(topic) === c) this.codecs.delete(topic);
-      });
-    }
-    return c;
+    return this.deps.serde.codec(`${topicFor(eventKind).name}${this.options.topicSuffix}`, eventKind);
   }
 
   /**
