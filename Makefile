@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps up up-cluster down status run build replay reset-offsets keys test test-unit test-integration bench bench-floors bench-tools chaos lint config-doc typecheck format clean
+.PHONY: help deps up up-cluster up-replica down status run build replay reset-offsets keys test test-unit test-integration bench bench-floors bench-tools chaos lint config-doc typecheck format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -15,17 +15,20 @@ node_modules/.package-lock.json: package-lock.json
 
 deps: node_modules/.package-lock.json ## install npm dependencies (npm ci)
 
-up: deps ## fetch (once) and start Kafka, the schema registry and prepare PostgreSQL; create topics
+up: deps ## fetch (once) and start PostgreSQL (127.0.0.1:5442; unless DATABASE_URL is set), Kafka and the schema registry; create topics
 	bash infra/local/up.sh
 
 up-cluster: deps ## the same with a three-node KRaft cluster (ports 19092/29092/39092)
 	KAFKA_NODES=3 bash infra/local/up.sh
 
+up-replica: up ## a streaming hot standby of `make up`'s PostgreSQL on 127.0.0.1:5443 (.local/pg/standby)
+	bash infra/local/pg.sh start-replica
+
 down: ## stop exactly the processes `make up` started (data stays in .local/)
 	bash infra/local/down.sh
 
 status: ## what of the local stack is running
-	-@bash infra/local/kafka.sh status; bash infra/local/registry.sh status
+	-@bash infra/local/kafka.sh status; bash infra/local/registry.sh status; bash infra/local/pg.sh status
 
 run: up ## the whole platform with demo data: simulator, 14 pollers, materializer, API on :8080; demo keys printed and in .local/demo-keys.json; Ctrl-C stops all; refuses to start while it (or anything on its ports) runs
 	node --import tsx infra/local/run.ts
@@ -62,7 +65,7 @@ format: deps ## prettier --write
 test-unit: deps ## unit tests (no services needed)
 	vitest run --project unit
 
-test-integration: up bench-tools ## integration tests against the real Kafka, registry and PostgreSQL (and the benchmarks' smoke run)
+test-integration: up up-replica bench-tools ## integration tests against the real Kafka, registry and PostgreSQL (and the benchmarks' smoke run)
 	vitest run --project integration
 
 bench-tools: ## nginx, wrk, curl and Chromium from Debian's packages (the benchmarks' limit and load generator; the clients customers run)
@@ -82,4 +85,4 @@ chaos: up ## bounded fault run (~20 min): broker kill on a three-node cluster, m
 test: lint test-unit test-integration ## everything CI runs: lint, unit, integration (starts the stack when needed)
 
 clean: down ## stop the stack and delete its data (downloads are kept)
-	rm -rf .local/kafka/data .local/run .local/logs
+	rm -rf .local/kafka/data .local/run .local/logs .local/pg

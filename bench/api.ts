@@ -40,7 +40,7 @@ const args = benchArgs('api');
 const size = args.size;
 requireTool('wrk', 'wrk');
 requireTool('nginx', 'nginx-light');
-const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skinprices';
+const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5442/skinprices';
 const SCHEMA = 'bench_api';
 const KEYS = 'bench_api_keys';
 const API_PORT = 18_480;

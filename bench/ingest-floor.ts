@@ -32,7 +32,7 @@ import { benchArgs, dropSchema, freshSchema, median, round, sqlProfile, writeRes
 import { listingBatch, snapshotListings } from './support/listings.js';
 
 const args = benchArgs('ingest-floor');
-const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skinprices';
+const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5442/skinprices';
 const AT = Date.UTC(2026, 10, 20, 12);
 const TOPIC = 'listings.v1.ingest_floor';
 const SCHEMA = 'bench_ingest_floor';

@@ -68,7 +68,7 @@ const size = args.size;
 const runs = args.runs;
 const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 const registryUrl = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
-const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skinprices';
+const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5442/skinprices';
 const logger = createLogger('bench', 'warn');
 const AT = Date.UTC(2026, 10, 20, 12);
 

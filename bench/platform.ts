@@ -45,7 +45,7 @@ import {
 const args = benchArgs('platform');
 const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 const registryUrl = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
-const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skinprices';
+const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5442/skinprices';
 const LISTING_MARKETS = MARKETS.filter((m) => m.capabilities.includes('listings')).map((m) => m.slug);
 // Listing cycles every 5 s once cold: the steady state in which single changes are timed.
 // Listings are re-polled every 5 s in the smoke run; at the real size one cycle of all 13

@@ -41,7 +41,7 @@ const args = benchArgs('topics', { seconds: 60 });
 const windowMin = args.seconds;
 const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 const registryUrl = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
-const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skinprices';
+const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5442/skinprices';
 const logDirs = (process.env.KAFKA_LOG_DIRS ?? join('.local', 'kafka', 'data')).split(',');
 
 /** Every `<topic>-<partition>` directory of `topics` under the broker's log dirs, at any depth below them. */

@@ -23,7 +23,13 @@ APICURIO_DIR=$LOCAL_DIR/apicurio
 REGISTRY_PORT=${REGISTRY_PORT:-8081}
 REGISTRY_HEAP=${REGISTRY_HEAP:--Xmx512m}
 
-DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/skinprices}
+# The project's own PostgreSQL (pg.sh): a primary, and a hot standby of it (`make up-replica`).
+PG_PORT=${PG_PORT:-5442}
+PG_STANDBY_PORT=${PG_STANDBY_PORT:-5443}
+# DATABASE_URL unset: the project's primary, which up.sh starts. Set: that server, started by
+# whoever runs it.
+if [ -n "${DATABASE_URL:-}" ]; then PG_OWN=0; else PG_OWN=1; fi
+DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:$PG_PORT/skinprices}
 # The registry keeps its schemas in PostgreSQL, so schema ids survive a restart while Kafka
 # still holds records that reference them.
 REGISTRY_DATABASE=${REGISTRY_DATABASE:-skinprices_registry}

@@ -226,41 +226,6 @@ describe('derive path apart from ingest', () => {
       holder.release();
     }
   }, 60_000);
-
-  it("vacuums and analyzes the schema's tables where the server's autovacuum is off, and leaves them to it where on", async () => {
-    const counts = async () =>
-      (
-        await pool.query<{ vacuums: number; analyzes: number }>(
-          `SELECT vacuum_count::int AS vacuums, analyze_count::int AS analyzes
-           FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'listings_current'`,
-        )
-      ).rows[0]!;
-    const { rows } = await pool.query<{ on: boolean }>(`SELECT current_setting('autovacuum')::boolean AS on`);
-    // Nothing of a cycle still on its way in: its own writes would race the counts below.
-    const cycle = await poller.runOnce('LISTINGS');
-    await untilApplied(pool, cycle.marker.cycle_id);
-    const before = await counts();
-    // A row version of every listing left dead, as a cycle of changed prices leaves them.
-    const { rowCount } = await pool.query(`UPDATE listings_current SET cycle_id = cycle_id`);
-    expect(rowCount).toBeGreaterThan(100);
-    if (rows[0]?.on) {
-      // The server's autovacuum owns it: two of the upkeep's intervals (3 s each here) pass
-      // without a VACUUM of ours (autovacuum's own runs count in autovacuum_count instead).
-      await new Promise((r) => setTimeout(r, 7_000));
-      expect((await counts()).vacuums).toBe(before.vacuums);
-      return;
-    }
-    // Off (this project's CI machines): the deriver's upkeep runs it within an interval or two.
-    // VACUUM (ANALYZE) counts its vacuum before its analyze has run: both are waited for.
-    await until(
-      'listings_current vacuumed and analyzed',
-      async () => {
-        const now = await counts();
-        return now.vacuums > before.vacuums && now.analyzes > before.analyzes ? true : undefined;
-      },
-      15_000,
-    );
-  }, 45_000);
 });
 
 describe('the recomputation paced by its cost', () => {

@@ -25,7 +25,7 @@ export function stackEnv(): StackEnv {
   return {
     brokers: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
     registryUrl: process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7',
-    databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/skinprices',
+    databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5442/skinprices',
   };
 }
 

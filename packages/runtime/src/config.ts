@@ -31,7 +31,7 @@ export const commonEnv = {
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-    .default('postgres://postgres@127.0.0.1:5432/skinprices')
+    .default('postgres://postgres@127.0.0.1:5442/skinprices')
     .describe('PostgreSQL connection URL of the read model'),
 };
 

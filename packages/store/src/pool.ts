@@ -98,8 +98,8 @@ export async function ensureDatabase(databaseUrl: string): Promise<{ created: bo
   } catch (err) {
     throw new AppError(
       'db_unavailable',
-      `no PostgreSQL answers at ${url.host} (${String(err)}). Start it (on these machines: ` +
-        `pg_ctlcluster --skip-systemctl-redirect 15 main start) or set DATABASE_URL.`,
+      `no PostgreSQL answers at ${url.host} (${String(err)}). Run \`make up\` (it starts the ` +
+        `project's own, on 127.0.0.1:5442) or set DATABASE_URL to a server that runs.`,
       { cause: err },
     );
   }

@@ -66,9 +66,7 @@ export const materializerConfigSchema = z
       ),
     DB_POOL_SIZE: intFromEnv(1, 100)
       .default(11)
-      .describe(
-        'PostgreSQL connections: ingest batches, the derive path and its table upkeep, the schema lock, heartbeat, outbox, export',
-      ),
+      .describe('PostgreSQL connections: ingest batches, the derive path, the schema lock, heartbeat, outbox, export'),
     HEARTBEAT_INTERVAL_MS: intFromEnv(1_000, 60_000)
       .default(5_000)
       .describe('how often this process writes its materializer_heartbeat row (state, lag) for /v1/status'),
@@ -76,10 +74,9 @@ export const materializerConfigSchema = z
     METRICS_PORT: intFromEnv(0, 65535).optional().describe('Prometheus /metrics port; unset: no endpoint'),
   })
   .refine((c) => c.CONSUME_CONCURRENCY + c.CONSUME_LISTINGS_CONCURRENCY + 6 <= c.DB_POOL_SIZE, {
-    // Beside the batches: the schema lock, the derive path, its table upkeep (deriver.ts: where
-    // the server's autovacuum is off), the heartbeat, the outbox publisher and the export
-    // scheduler each hold or take one; a batch waiting for a connection holds up its
-    // partition, and the others would wait out DB_ACQUIRE_TIMEOUT_MS.
+    // Beside the batches: the schema lock, the derive path, the heartbeat, the outbox publisher and
+    // the export scheduler each hold or take one, and one is spare; a batch waiting for a
+    // connection holds up its partition, and the others would wait out DB_ACQUIRE_TIMEOUT_MS.
     message: 'DB_POOL_SIZE must be at least CONSUME_CONCURRENCY + CONSUME_LISTINGS_CONCURRENCY + 6',
     path: ['DB_POOL_SIZE'],
   });

@@ -28,7 +28,7 @@ export const MAX_RECOMPUTE_PAUSE_MS = 30_000;
  * same markers. A marketplace's FULL listings cycle is ~33,000 records, so in steady state one
  * defers it for the seconds its cycle takes to ingest.
  */
-export const BACKLOG_DEFERS = 10_000;
+const BACKLOG_DEFERS = 10_000;
 const MAX_RECOMPUTE_DEFER_MS = 30_000;
 
 /**

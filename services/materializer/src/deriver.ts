@@ -48,7 +48,6 @@ import { dropOldHourPartitions, type LiquidityRefresh } from './derived.js';
 import { applyReadyMarkers, judgePending, judgeQueue, recomputeDerived } from './markers.js';
 import { judgeGate, MAX_RECOMPUTE_PAUSE_MS, RECOMPUTE_COST_FACTOR, recomputeGate } from './derive-gates.js';
 import { noteReadChanges } from './read-changes.js';
-import { TableUpkeep } from './table-upkeep.js';
 
 export type DeriverState = 'idle' | 'deriving' | 'stopping' | 'stopped';
 
@@ -114,20 +113,11 @@ export class Deriver {
    * taken since (performance.now()): see BACKLOG_DEFERS.
    */
   private queuedSince: number | undefined;
-  /** VACUUM and ANALYZE where the server's autovacuum is off (table-upkeep.ts). */
-  private readonly upkeep: TableUpkeep;
 
   constructor(
     private readonly options: DeriverOptions,
     private readonly deps: { pool: Pool; logger: Pick<Logger, 'warn' | 'info' | 'error'> },
-  ) {
-    this.upkeep = new TableUpkeep(
-      deps,
-      options.intervalMs ?? 1_000,
-      () => options.backlog?.() ?? 0,
-      () => this.stopping(),
-    );
-  }
+  ) {}
 
   onDerive(listener: (r: DeriveReport) => void): () => void {
     this.listeners.add(listener);
@@ -165,7 +155,6 @@ export class Deriver {
     this.state = 'stopping';
     if (this.timer) clearInterval(this.timer);
     await this.running;
-    await this.upkeep.stop();
     this.state = 'stopped';
   }
 
@@ -196,8 +185,7 @@ export class Deriver {
    * before autovacuum's next look: planned on the empty table's statistics, the markers' joins
    * over the whole catalogue run as nested loops over sequential scans and take minutes instead of
    * seconds. ANALYZE samples (a fraction of a second a table) and takes no lock writers wait for;
-   * doubling bounds it to a few runs while a table grows, and autovacuum keeps them after that (or
-   * upkeep, where the server's autovacuum is off).
+   * doubling bounds it to a few runs while a table grows, and autovacuum keeps them after that.
    */
   private async analyzeGrown(client: PoolClient): Promise<void> {
     const { rows } = await client.query<{ name: string }>(
@@ -205,13 +193,9 @@ export class Deriver {
        WHERE s.schemaname = current_schema() AND s.relname IN ('listings_current', 'listing_daily', 'item_markets')
          AND s.n_mod_since_analyze > 1000 + greatest(c.reltuples, 0)`,
     );
-    // SKIP_LOCKED: a table the upkeep is analyzing or vacuuming at cost limits is left to it
+    // SKIP_LOCKED: a table autovacuum is analyzing or vacuuming at cost limits is left to it
     // (the next round looks again) rather than waited for with the markers behind.
     for (const { name } of rows) await client.query(`ANALYZE (SKIP_LOCKED) ${name}`);
-  }
-
-  private stopping(): boolean {
-    return this.state === 'stopping' || this.state === 'stopped';
   }
 
   /**
@@ -252,7 +236,6 @@ export class Deriver {
       // Paced unless settling (the 1 s timer pokes again, and finds it due).
       const recomputed = wait || this.recomputeDue() ? await this.recompute(client, wait) : [];
       if (markers.length > 0) await this.retain(client);
-      if (this.state === 'deriving') this.upkeep.start();
       return markers.length + judged.length + recomputed.length;
     } finally {
       client.release();
