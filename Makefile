@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help deps up up-cluster up-replica down status run build replay reset-offsets keys test test-unit test-integration bench bench-floors bench-tools chaos lint config-doc typecheck format clean
+.PHONY: help deps up up-cluster up-replica down status run build replay reset-offsets keys test test-unit test-integration bench bench-floors bench-tools alerts alerts-tools chaos lint config-doc typecheck format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -72,6 +72,17 @@ bench-tools: ## nginx, wrk, curl and Chromium from Debian's packages (the benchm
 	@command -v nginx >/dev/null && command -v wrk >/dev/null && command -v curl >/dev/null && command -v chromium >/dev/null || \
 	  { apt-get install -y -q nginx-light wrk curl chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q nginx-light wrk curl chromium >/dev/null; }; }
 
+# Only promtool is wanted: no recommends (node exporter …), and a server the package starts is stopped.
+alerts-tools: ## promtool from Debian's prometheus package (checks and unit-tests the alert rules)
+	@command -v promtool >/dev/null || \
+	  { { apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends prometheus >/dev/null; }; } && \
+	    { service prometheus stop >/dev/null 2>&1 || true; }; }
+
+alerts: alerts-tools ## check and unit-test the Prometheus alert rules (infra/prometheus)
+	promtool check rules infra/prometheus/alerts.yml
+	promtool check config infra/prometheus/prometheus.yml
+	promtool test rules infra/prometheus/alerts.test.yml
+
 bench: up bench-tools ## every benchmark at full size, 3 runs each: bench/results.md and bench/results.json (about 45 min)
 	node --import tsx bench/run.ts
 
@@ -82,7 +93,7 @@ bench-floors: up ## what any design reaches here, PostgreSQL only: the ingest pa
 chaos: up ## bounded fault run (~20 min): broker kill on a three-node cluster, materializer kills, upstream faults, hostile requests, the limiter, poisoned records: reliability/results.md and results.json; CHAOS_SEED=n repeats a run
 	node --import tsx reliability/run.ts
 
-test: lint test-unit test-integration ## everything CI runs: lint, unit, integration (starts the stack when needed)
+test: lint alerts test-unit test-integration ## everything CI runs: lint, the alert rules, unit, integration (starts the stack when needed)
 
 clean: down ## stop the stack and delete its data (downloads are kept)
 	rm -rf .local/kafka/data .local/run .local/logs .local/pg

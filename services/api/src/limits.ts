@@ -5,6 +5,7 @@
  * counts, through Redis (one Lua script per request: atomic, one round trip).
  */
 import { Redis } from 'ioredis';
+import { Gauge, type Registry } from 'prom-client';
 import type { ApiKey } from './keys.js';
 
 export type Verdict = { ok: true } | { ok: false; window: 'second' | 'minute' | 'day'; retryAfterS: number };
@@ -52,21 +53,57 @@ for i = 1, 3 do
 end
 return 0`;
 
+/**
+ * Counts in Redis. Without Redis there is no fallback: the client queues commands while it
+ * reconnects and fails them after two retries, so every keyed request fails (500) until Redis is
+ * back. `api_limiter_redis_up` (in `registry`, the API's) says so at each scrape: 1 while the
+ * client is connected and its last command did not fail for want of Redis.
+ */
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis;
+  /** The last command failed without an answer from Redis (closed, refused, retries spent). */
+  private lastFailed = false;
 
-  constructor(url: string) {
+  constructor(url: string, registry?: Registry) {
     this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
     this.redis.defineCommand('spLimit', { numberOfKeys: 3, lua: SCRIPT });
+    // Reconnected: the failure is over even if no request has come since to prove it.
+    this.redis.on('ready', () => (this.lastFailed = false));
+    // Without a listener ioredis prints every failed reconnect to stderr, past the logger; the
+    // outage shows in api_limiter_redis_up, and each request it fails logs its error.
+    this.redis.on('error', () => {});
+    const up = () => this.redisUp();
+    new Gauge({
+      name: 'api_limiter_redis_up',
+      help: "Whether the rate limiter's Redis is reachable (1): the client is connected and its last command did not fail for want of Redis; while 0 every keyed request fails",
+      registers: registry ? [registry] : [],
+      collect() {
+        this.set(up() ? 1 : 0);
+      },
+    });
+  }
+
+  /** The client is connected (`ready`) and its last command did not fail for want of Redis. */
+  private redisUp(): boolean {
+    return this.redis.status === 'ready' && !this.lastFailed;
   }
 
   async hit(key: ApiKey, now = Date.now()): Promise<Verdict> {
     const keys = WINDOWS.map(([w, ms]) => `sp:rl:${key.prefix}:${w}:${Math.floor(now / ms)}`);
     const args = [...WINDOWS.map(([w]) => limitOf(key, w)), ...WINDOWS.map(([, ms]) => ms + 1_000)];
-    const over = (await (this.redis as unknown as { spLimit(...a: (string | number)[]): Promise<number> }).spLimit(
-      ...keys,
-      ...args,
-    )) as number;
+    let over: number;
+    try {
+      over = await (this.redis as unknown as { spLimit(...a: (string | number)[]): Promise<number> }).spLimit(
+        ...keys,
+        ...args,
+      );
+      this.lastFailed = false;
+    } catch (err) {
+      // A ReplyError is Redis answering (a script error): it is reachable. Anything else (the
+      // connection closed, retries spent) means it is not.
+      this.lastFailed = !(err instanceof Error && err.name === 'ReplyError');
+      throw err;
+    }
     if (over === 0) return { ok: true };
     const [w, ms] = WINDOWS[over - 1] as (typeof WINDOWS)[number];
     return { ok: false, window: w, retryAfterS: retryAfter(now, ms) };

@@ -1,6 +1,7 @@
 /** Prometheus metrics of one API process (a registry per instance: tests build several apps). */
 import { serveMetrics, type MetricsServer } from '@skinprices/runtime';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { StatusReport } from './status.js';
 
 /** A cache's own counters; patched list bodies also count how they were refreshed. */
 interface CacheStats {
@@ -11,6 +12,130 @@ interface CacheStats {
   rowsPatched?: number;
   rowsUnchanged?: number;
 }
+
+/** The database's replication state as /v1/status reports it (null fields on a primary). */
+interface DatabaseStatus {
+  role: string;
+  replay_lag_seconds: number | null;
+  replay_lag_bytes: number | null;
+  receiving: boolean | null;
+}
+
+/** What the status gauges read from a status report; `database` where the report has it. */
+type ObservedStatus = Pick<StatusReport, 'now' | 'markets' | 'pipeline' | 'dead_letters'> & {
+  database?: DatabaseStatus;
+};
+
+/** How the status gauges load their report. */
+interface StatusScrapeOptions {
+  /** A report is reused by the scrapes within this long of its load. @default 5000 */
+  ttlMs?: number;
+  /** A load still running after this long counts as failed (`api_status_up` 0). @default 5000 */
+  timeoutMs?: number;
+}
+
+/** The report, or null when its load failed or took longer than `timeoutMs`. */
+function loadWithin<T>(load: () => Promise<T>, timeoutMs: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), timeoutMs);
+  });
+  const loaded = Promise.resolve()
+    .then(load)
+    .catch(() => null);
+  return Promise.race([loaded, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Drops every series of `g`. prom-client's reset() leaves a label-less gauge at 0, and a value
+ * unknown (the load failed, a primary's replay lag) must be absent: an alert would read 0 as
+ * "no materializer alive".
+ */
+function clear(g: Gauge): void {
+  g.reset();
+  (g as unknown as { hashMap: Record<string, unknown> }).hashMap = {};
+}
+
+/** Seconds from `from` to `to` (ISO times of the database's clock); +Inf when `from` is null: never. */
+const secondsSince = (to: string, from: string | null) =>
+  from === null ? Infinity : Math.max(0, (Date.parse(to) - Date.parse(from)) / 1000);
+
+/** The series read from the status report at a scrape; without a report, none of them. */
+const STATUS_GAUGES: { name: string; help: string; labels?: string[]; fill(g: Gauge, r: ObservedStatus): void }[] = [
+  {
+    name: 'api_market_age_seconds',
+    help: 'Seconds since the newest complete cycle of a marketplace and kind was applied (database clock); +Inf when none ever was',
+    labels: ['market', 'kind'],
+    fill: (g, r) => {
+      for (const m of r.markets) g.set({ market: m.market, kind: m.kind }, m.age_seconds ?? Infinity);
+    },
+  },
+  {
+    name: 'api_market_stale',
+    help: 'Whether /v1/status calls a marketplace and kind stale (1): no complete cycle applied for 2 x its interval + STALE_GRACE_S',
+    labels: ['market', 'kind'],
+    fill: (g, r) => {
+      for (const m of r.markets) g.set({ market: m.market, kind: m.kind }, m.stale ? 1 : 0);
+    },
+  },
+  {
+    name: 'api_materializers_alive',
+    help: 'Materializer processes whose heartbeat is at most MATERIALIZER_DEAD_AFTER_S old',
+    fill: (g, r) => g.set(r.pipeline.materializers.filter((m) => m.alive).length),
+  },
+  {
+    name: 'api_pipeline_last_batch_age_seconds',
+    help: "Seconds since any materializer last committed a batch, as /v1/status judges it (the database's clock; on a standby, as of what it has replayed); +Inf when none has",
+    fill: (g, r) => {
+      // /v1/status judges the pipeline on a standby as of what it replayed: its lag is its own alert.
+      const behind = r.database?.role === 'standby' ? (r.database.replay_lag_seconds ?? 0) : 0;
+      g.set(Math.max(0, secondsSince(r.now, r.pipeline.last_batch_at) - behind));
+    },
+  },
+  {
+    name: 'api_pipeline_lag',
+    help: "Records not yet applied: the live materializers' consumer lag added up; absent while a live one cannot measure its lag",
+    fill: (g, r) => {
+      if (r.pipeline.lag !== null) g.set(r.pipeline.lag);
+    },
+  },
+  {
+    name: 'api_dead_letters',
+    help: 'Rows in dead_letters by topic and reason (decode, sql): every row ever written until deleted',
+    labels: ['topic', 'reason'],
+    fill: (g, r) => {
+      for (const d of r.dead_letters) g.set({ topic: d.topic, reason: d.reason }, d.count);
+    },
+  },
+  {
+    name: 'api_db_standby',
+    help: "Whether the API's database is a streaming standby (1) or the primary (0)",
+    fill: (g, r) => {
+      if (r.database) g.set(r.database.role === 'standby' ? 1 : 0);
+    },
+  },
+  {
+    name: 'api_db_replay_lag_seconds',
+    help: 'On a standby: seconds the replayed WAL is behind the primary (absent on a primary)',
+    fill: (g, r) => {
+      if (r.database?.replay_lag_seconds != null) g.set(r.database.replay_lag_seconds);
+    },
+  },
+  {
+    name: 'api_db_replay_lag_bytes',
+    help: 'On a standby: bytes of WAL received but not yet replayed (absent on a primary)',
+    fill: (g, r) => {
+      if (r.database?.replay_lag_bytes != null) g.set(r.database.replay_lag_bytes);
+    },
+  },
+  {
+    name: 'api_db_wal_receiving',
+    help: 'On a standby: whether its WAL receiver streams from the primary (1) or not (0); absent on a primary',
+    fill: (g, r) => {
+      if (r.database?.receiving != null) g.set(r.database.receiving ? 1 : 0);
+    },
+  },
+];
 
 export class ApiMetrics {
   readonly registry = new Registry();
@@ -103,6 +228,42 @@ export class ApiMetrics {
 
   watchCaches(caches: Record<string, { stats: CacheStats }>): void {
     this.caches = caches;
+  }
+
+  /**
+   * Exports what /v1/status computes, so alerts read the same verdicts as customers: `load` is
+   * called at a scrape, at most once per `ttlMs` (concurrent and close scrapes share one report,
+   * so scrapers do not add queries), and a load that fails or hangs sets `api_status_up` 0 and
+   * drops the other series rather than failing the scrape or repeating old values. Call once.
+   */
+  observeStatus(load: () => Promise<ObservedStatus>, o: StatusScrapeOptions = {}): void {
+    const ttlMs = o.ttlMs ?? 5_000;
+    const timeoutMs = o.timeoutMs ?? 5_000;
+    let cached: { at: number; report: Promise<ObservedStatus | null> } | undefined;
+    const report = () => {
+      if (!cached || Date.now() - cached.at >= ttlMs) cached = { at: Date.now(), report: loadWithin(load, timeoutMs) };
+      return cached.report;
+    };
+    new Gauge({
+      name: 'api_status_up',
+      help: 'Whether the status report (what /v1/status answers) loaded for this scrape: 1, or 0 when its queries failed or took too long; without it the api_* status series are absent',
+      registers: [this.registry],
+      async collect() {
+        this.set((await report()) ? 1 : 0);
+      },
+    });
+    for (const { name, help, labels = [], fill } of STATUS_GAUGES)
+      new Gauge({
+        name,
+        help,
+        labelNames: labels,
+        registers: [this.registry],
+        async collect() {
+          const r = await report();
+          clear(this);
+          if (r) fill(this, r);
+        },
+      });
   }
 
   /** Serves /metrics on its own listener; port 0 picks a free port. */
