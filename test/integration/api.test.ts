@@ -370,7 +370,7 @@ describe('read API', () => {
     expect(zipped.headers['content-encoding']).toBe('gzip');
     expect(JSON.parse(gunzipSync(zipped.rawPayload).toString())).toEqual(plain.json());
     const etag = plain.headers.etag as string;
-    expect(etag).toMatch(/^".+"$/);
+    expect(etag).toMatch(/^W\/".+"$/);
     expect((await get('/v1/prices/cn-a', k.pro, { 'if-none-match': etag })).statusCode).toBe(304);
     // The tail (requestor, plan) is part of the tag: another customer's body differs.
     expect((await get('/v1/prices/cn-a', k.basic)).headers.etag).not.toBe(etag);

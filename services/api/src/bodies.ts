@@ -53,6 +53,8 @@ export interface Tail {
   etag: string;
 }
 
+const TIMESTAMP = /"timestamp":"[^"]*"/;
+
 /** At most this many distinct tails per body version; then the memo starts over. */
 const MAX_TAILS = 4_096;
 
@@ -73,7 +75,10 @@ export function tailOf(body: Body, tail: string): Tail {
   t = {
     plain,
     gzip: Buffer.concat([deflateRawSync(plain, { level: 1 }), trailer]),
-    etag: `"${body.hash}.${createHash('sha1').update(plain).digest('base64url').slice(0, 10)}"`,
+    // Without the envelope's timestamp (when this process built the body), the tag names the
+    // content: every API process serving the same data gives the same tag, so a client behind a
+    // load balancer keeps its 304s. Weak, as the bytes differ by that timestamp.
+    etag: `W/"${body.hash}.${createHash('sha1').update(tail.replace(TIMESTAMP, '')).digest('base64url').slice(0, 10)}"`,
   };
   body.tails.set(tail, t);
   return t;
