@@ -5,25 +5,16 @@
  */
 import { API_MIGRATIONS_DIR, KEYS_CONTRACT } from '@skinprices/api';
 import { MIGRATIONS_DIR } from '@skinprices/materializer';
-import { contractDrift, contractTypeName, migrate, type Pool, type ViewColumns } from '@skinprices/store';
+import {
+  contractDrift,
+  migrate,
+  publishedRelations as publishedViews,
+  READ_CONTRACT_V1,
+  waitForContract,
+  type Pool,
+} from '@skinprices/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestStack } from '../support/stack.js';
-
-/** The api_* views (or tables) of `schema` with their columns, as PostgreSQL reports them. */
-async function publishedViews(pool: Pool, schema: string, kind: 'v' | 'r' = 'v'): Promise<Record<string, ViewColumns>> {
-  const { rows } = await pool.query<{ view: string; column: string; type: string }>(
-    `SELECT c.relname AS view, a.attname AS column, format_type(a.atttypid, a.atttypmod) AS type
-     FROM pg_class c
-     JOIN pg_namespace n ON n.oid = c.relnamespace
-     JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-     WHERE n.nspname = $1 AND c.relkind = $2 AND c.relname LIKE 'api\\_%'
-     ORDER BY c.relname, a.attnum`,
-    [schema, kind],
-  );
-  const views: Record<string, ViewColumns> = {};
-  for (const r of rows) (views[r.view] ??= {})[r.column] = contractTypeName(r.type);
-  return views;
-}
 
 describe('the read contract', () => {
   const stack = new TestStack();
@@ -46,6 +37,34 @@ describe('the read contract', () => {
     const keys = await stack.schema();
     await migrate(keys.pool, API_MIGRATIONS_DIR);
     expect(contractDrift(await publishedViews(keys.pool, keys.name, 'r'), KEYS_CONTRACT)).toEqual([]);
+  });
+
+  // What the API waits for at start, as it does not migrate (it may run on a hot standby).
+  it('is waited for: at once on a migrated schema, naming what is missing on one that is not', async () => {
+    await waitForContract({ pool, schema, contract: READ_CONTRACT_V1, timeoutMs: 1_000 });
+    const empty = await stack.schema();
+    const told: string[][] = [];
+    await expect(
+      waitForContract({
+        pool: empty.pool,
+        schema: empty.name,
+        contract: READ_CONTRACT_V1,
+        timeoutMs: 600,
+        pollMs: 100,
+        onWait: (needs) => told.push(needs),
+      }),
+    ).rejects.toThrow(/api_listings_v1 is missing/);
+    expect(told[0]).toContain('api_clock_v1 is missing');
+    const keys = await stack.schema();
+    const waiting = waitForContract({
+      pool: keys.pool,
+      schema: keys.name,
+      contract: KEYS_CONTRACT,
+      kind: 'r',
+      pollMs: 50,
+    });
+    await migrate(keys.pool, API_MIGRATIONS_DIR);
+    await waiting;
   });
 
   it('catches a renamed or retyped column and an unpublished view', async () => {

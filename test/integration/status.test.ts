@@ -5,7 +5,15 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { API_MIGRATIONS_DIR, buildApp, KeyStore, MemoryRateLimiter, parsePayload, ReadModel } from '@skinprices/api';
+import {
+  API_MIGRATIONS_DIR,
+  buildApp,
+  DEFAULT_STATUS_OPTIONS,
+  KeyStore,
+  MemoryRateLimiter,
+  parsePayload,
+  ReadModel,
+} from '@skinprices/api';
 import { createLogger } from '@skinprices/runtime';
 import { migrate, type Pool } from '@skinprices/store';
 import type { FastifyInstance } from 'fastify';
@@ -82,7 +90,7 @@ describe('/v1/status on a real pipeline', () => {
       read: new ReadModel(pool),
       version: () => 0,
       logger: createLogger('api', 'silent'),
-      status: { graceMs: 60_000, fallbackIntervalMs: 900_000, deadAfterMs: 3_000, stallAfterMs: 60_000 },
+      status: { ...DEFAULT_STATUS_OPTIONS, deadAfterMs: 3_000, stallAfterMs: 60_000 },
     });
   }, 120_000);
   afterAll(async () => {

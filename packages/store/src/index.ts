@@ -10,6 +10,7 @@ export {
   type PoolClient,
   type PoolOptions,
 } from './pool.js';
+export { publishedRelations, unmetNeeds, waitForContract, type ContractWait } from './schema-wait.js';
 export { loadMigrations, migrate, MIGRATION_RUNNING_SQL, type Migration, type MigrationResult } from './migrate.js';
 export { copyField, copyLine, copyOut, copyRows, type CopyValue } from './copy.js';
 export {

@@ -34,14 +34,21 @@ export const apiConfigSchema = z
     CHANGE_POLL_MS: intFromEnv(10, 10_000)
       .default(250)
       .describe(
-        "how often the read model's change position is read (a NOTIFY reads it at once where LISTEN works; on a hot standby this is how changes arrive)",
+        "how often the read model's change position and the key version are read (a NOTIFY reads them at once where LISTEN works; on a hot standby this is how changes arrive)",
       ),
     DB_LISTEN: z
-      .enum(['true', 'false'])
-      .default('true')
-      .transform((v) => v === 'true')
+      .enum(['auto', 'true', 'false'])
+      .default('auto')
       .describe(
-        "LISTEN for the materializer's and the key table's notifications (false where LISTEN is refused, e.g. a hot standby: changes arrive by CHANGE_POLL_MS, keys are reloaded every 5 s)",
+        "LISTEN for the materializer's and the key table's notifications, which make changes and key edits visible at once rather than at the next poll; auto: unless the database is a hot standby (which refuses LISTEN)",
+      ),
+    REPLICA_MAX_LAG_S: intFromEnv(1, 86_400)
+      .default(10)
+      .describe('/v1/status degrades when the database is a standby further behind its primary than this'),
+    SCHEMA_WAIT_S: intFromEnv(0, 86_400)
+      .default(600)
+      .describe(
+        'at start, how long to wait for the read model and key tables this version reads (the materializer and keys-cli migrate them; the API never writes) before exiting',
       ),
     DB_POOL_SIZE: intFromEnv(1, 100).default(8).describe('PostgreSQL connections for reads'),
     WHOLE_READS_AT_ONCE: intFromEnv(1, 64)

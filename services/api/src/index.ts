@@ -9,5 +9,6 @@ export { ROWS_PER_SEGMENT, SegmentedList, type ListRow, type RowChange } from '.
 export { ApiMetrics } from './metrics.js';
 export { ENDPOINT_IDS, ENDPOINTS, PLANS, planFor, type EndpointId, type Plan } from './plans.js';
 export { ReadModel } from './readmodel.js';
+export { DEFAULT_STATUS_OPTIONS } from './status.js';
 export type { HistoryPoint } from './routes/schemas.js';
 export { parsePayload, PgNotifications, ReadModelVersion } from './version.js';

@@ -1,5 +1,8 @@
 /**
- * API keys from the command line (`make keys ARGS="…"`):
+ * API keys from the command line (`make keys ARGS="…"`), on the primary (DATABASE_URL; the API may
+ * read from a standby, which replays what this writes). Every command first migrates the key
+ * table; `migrate` does only that, before the first API process starts.
+ *   migrate
  *   create --customer <id> --plan basic|pro|enterprise [--endpoints "GET /v1/prices/latest;…"]
  *          [--expires <ISO time>] [--per-second N] [--per-minute N] [--per-day N] [--note text]   (prints the key once)
  *   list
@@ -68,6 +71,9 @@ const store = new KeyStore(pool);
 const [command, prefix, arg] = positionals;
 try {
   switch (command) {
+    case 'migrate':
+      process.stdout.write(`key table of schema ${config.KEYS_SCHEMA} migrated\n`);
+      break;
     case 'create': {
       if (!values.customer) fail('--customer is required');
       if (!PLANS.includes(values.plan as Plan)) fail(`--plan: one of ${PLANS.join(', ')}`);
@@ -112,7 +118,9 @@ try {
       break;
     }
     default:
-      fail('usage: keys create|list|disable|enable|expire|restrict … (see the comment at the top of keys-cli.ts)');
+      fail(
+        'usage: keys migrate|create|list|disable|enable|expire|restrict … (see the comment at the top of keys-cli.ts)',
+      );
   }
 } finally {
   await pool.end();

@@ -30,11 +30,14 @@ export const KEYS_CONTRACT = {
     created_at: 'timestamptz',
     note: 'text?',
   },
+  /** Bumped by the key table's trigger in the changing transaction (migration 0003). */
+  api_key_version: { only_row: 'boolean', version: 'bigint' },
 } as const satisfies Contract;
 type KeysRow = DatabaseOf<typeof KEYS_CONTRACT>['api_keys'];
 /** Kysely's view of it: the database fills id and created_at. */
 interface KeysDb {
   api_keys: Omit<KeysRow, 'id' | 'created_at'> & { id: Generated<string>; created_at: Generated<Date> };
+  api_key_version: DatabaseOf<typeof KEYS_CONTRACT>['api_key_version'];
 }
 type Row = Selectable<KeysDb['api_keys']>;
 
@@ -89,14 +92,18 @@ export interface CreateKeyInput {
 
 export class KeyStore {
   private snapshot: Map<string, { key: ApiKey; hash: Buffer }> | undefined;
-  private loadedAt = 0;
+  /** When the snapshot was last known current: loaded, or its version read unchanged. */
+  private currentAt = 0;
+  /** The key version the snapshot was loaded at (read before the rows: never newer than them). */
+  private version: string | undefined;
   private queue: Promise<void> = Promise.resolve();
   private refreshing: Promise<void> | undefined;
   private listening = false;
 
   /**
    * @param maxAgeMs while no notification listener keeps the snapshot current (the CLI, tests
-   * without one, a lost connection), a snapshot older than this is reloaded before use. @default 5000
+   * without one, a lost connection), a snapshot not known current for this long (neither loaded
+   * nor confirmed by refreshIfChanged) is reloaded before use. @default 5000
    */
   private readonly db: Kysely<KeysDb>;
 
@@ -110,12 +117,33 @@ export class KeyStore {
   /** Reloads every key; queued after any reload under way, so it sees every change committed before it. */
   reload(): Promise<void> {
     const load = async () => {
+      const at = Date.now();
+      const version = await this.readVersion();
       const rows = await this.db.selectFrom('api_keys').selectAll().execute();
       this.snapshot = new Map(rows.map((r) => [r.prefix, { key: toKey(r), hash: r.secret_sha256 }]));
-      this.loadedAt = Date.now();
+      this.version = version;
+      this.currentAt = at;
     };
     this.queue = this.queue.then(load, load);
     return this.queue;
+  }
+
+  /**
+   * Reloads when the key version moved since the snapshot was loaded; otherwise only notes that the
+   * snapshot is current. Polled where no notification arrives (a hot standby refuses LISTEN): one
+   * single-row read instead of every key. Returns the version now held.
+   */
+  async refreshIfChanged(): Promise<string | undefined> {
+    const at = Date.now();
+    const version = await this.readVersion();
+    if (this.snapshot === undefined || version !== this.version) await this.reload();
+    else this.currentAt = Math.max(this.currentAt, at);
+    return this.version;
+  }
+
+  private async readVersion(): Promise<string> {
+    const row = await this.db.selectFrom('api_key_version').select('version').executeTakeFirstOrThrow();
+    return row.version;
   }
 
   /** A notification listener keeps the snapshot current while `on` (see PgNotifications). */
@@ -179,7 +207,7 @@ export class KeyStore {
     if (!presented) return 'missing';
     const m = KEY.exec(presented);
     if (!m) return 'invalid';
-    if (!this.snapshot || (!this.listening && now - this.loadedAt > this.maxAgeMs)) {
+    if (!this.snapshot || (!this.listening && now - this.currentAt > this.maxAgeMs)) {
       this.refreshing ??= this.reload().finally(() => (this.refreshing = undefined));
       // With a snapshot in hand, a failed reload (PostgreSQL away) keeps serving the last one.
       if (this.snapshot) await this.refreshing.catch(() => undefined);

@@ -1,22 +1,24 @@
-/** Wires the API: config → pools, key store, limiter, read model, change follower, listener → Fastify. */
+/**
+ * Wires the API: config → pools, the schemas it reads, key store, limiter, read model, followers,
+ * listener → Fastify. It writes nothing, so it runs on a hot standby as on a primary.
+ */
 import { createLogger, parseConfig, ShutdownManager } from '@skinprices/runtime';
-import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/store';
+import { createPool, READ_CONTRACT_V1, waitForContract } from '@skinprices/store';
 import { buildApp } from './app.js';
 import { ChangeFollower } from './changes/follower.js';
 import { ChangeWaker } from './changes/waker.js';
-import { apiConfigSchema, MIGRATIONS_DIR } from './config.js';
-import { KeyStore } from './keys.js';
+import { apiConfigSchema } from './config.js';
+import { KEYS_CONTRACT, KeyStore } from './keys.js';
 import { FailedAuthLimiter, MemoryRateLimiter, RedisRateLimiter } from './limits.js';
 import { ApiMetrics } from './metrics.js';
 import { ReadModel } from './readmodel.js';
-import { DEFAULT_STATUS_OPTIONS } from './status.js';
+import { DEFAULT_STATUS_OPTIONS, loadStatus } from './status.js';
 import { PgNotifications, ReadModelVersion } from './version.js';
 
 const config = parseConfig(apiConfigSchema, process.env);
 const logger = createLogger('api', config.LOG_LEVEL);
 const shutdown = new ShutdownManager(logger);
 
-await ensureDatabase(config.DATABASE_URL);
 const keysPool = createPool({
   databaseUrl: config.DATABASE_URL,
   schema: config.KEYS_SCHEMA,
@@ -24,8 +26,6 @@ const keysPool = createPool({
   applicationName: 'api-keys',
 });
 shutdown.register('keys-pool', () => keysPool.end());
-await ensureSchema(keysPool, config.KEYS_SCHEMA);
-await migrate(keysPool, MIGRATIONS_DIR);
 const readPool = createPool({
   databaseUrl: config.DATABASE_URL,
   schema: config.DATABASE_SCHEMA,
@@ -34,15 +34,33 @@ const readPool = createPool({
   applicationName: 'api',
 });
 shutdown.register('read-pool', () => readPool.end());
+// The materializer migrates the read model and keys-cli the key table, on the primary; this
+// process waits until what it reads is there (on a standby: replayed).
+const waitFor = (pool: typeof readPool, schema: string, contract: typeof KEYS_CONTRACT | typeof READ_CONTRACT_V1) =>
+  waitForContract({
+    pool,
+    schema,
+    contract,
+    kind: contract === KEYS_CONTRACT ? 'r' : 'v',
+    timeoutMs: config.SCHEMA_WAIT_S * 1000,
+    onWait: (needs) => logger.warn({ schema, needs }, 'waiting for the schema this version reads'),
+  });
+await Promise.all([
+  waitFor(keysPool, config.KEYS_SCHEMA, KEYS_CONTRACT),
+  waitFor(readPool, config.DATABASE_SCHEMA, READ_CONTRACT_V1),
+]);
+const read = new ReadModel(readPool);
+const standby = (await read.replication()).standby;
+const listen = config.DB_LISTEN === 'auto' ? !standby : config.DB_LISTEN === 'true';
 
-const limiter = config.REDIS_URL ? new RedisRateLimiter(config.REDIS_URL) : new MemoryRateLimiter();
+const metrics = new ApiMetrics();
+const limiter = config.REDIS_URL ? new RedisRateLimiter(config.REDIS_URL, metrics.registry) : new MemoryRateLimiter();
 shutdown.register('limiter', () => limiter.close());
 const version = new ReadModelVersion();
 shutdown.register('version', async () => version.stop());
 const keys = new KeyStore(keysPool);
 await keys.reload();
 const changeWaker = new ChangeWaker();
-const read = new ReadModel(readPool);
 // The caches learn what changed from the change position, read every CHANGE_POLL_MS and at once
 // on the materializer's NOTIFY.
 const follower = new ChangeFollower(
@@ -55,6 +73,15 @@ const follower = new ChangeFollower(
 );
 follower.start();
 shutdown.register('change-follower', () => follower.stop());
+// Key edits arrive by the key version (keys.ts), polled like the change position.
+const keyFollower = new ChangeFollower(
+  async () => ({ position: (await keys.refreshIfChanged()) ?? '', tags: [] }),
+  () => undefined,
+  config.CHANGE_POLL_MS,
+  logger,
+);
+keyFollower.start();
+shutdown.register('key-follower', () => keyFollower.stop());
 // One connection follows all three: the materializer's commits, its change log and the key table.
 const notifications = new PgNotifications(
   readPool,
@@ -71,11 +98,19 @@ const notifications = new PgNotifications(
   logger,
   (listening) => keys.setListening(listening),
 );
-if (config.DB_LISTEN) {
+if (listen) {
   notifications.start();
   shutdown.register('notifications', () => notifications.stop());
 }
-const metrics = new ApiMetrics();
+const statusOptions = {
+  ...DEFAULT_STATUS_OPTIONS,
+  graceMs: config.STALE_GRACE_S * 1000,
+  deadAfterMs: config.MATERIALIZER_DEAD_AFTER_S * 1000,
+  stallAfterMs: config.PIPELINE_STALL_AFTER_S * 1000,
+  maxReplicaLagMs: config.REPLICA_MAX_LAG_S * 1000,
+};
+// /metrics carries what /v1/status knows, for the alert rules (infra/prometheus).
+metrics.observeStatus(() => loadStatus(read, statusOptions));
 if (config.METRICS_PORT !== undefined) {
   const served = await metrics.serve(config.METRICS_HOST, config.METRICS_PORT);
   shutdown.register('metrics', served.close);
@@ -95,12 +130,7 @@ const app = buildApp({
   resets: () => version.resets(),
   watch: (listener) => version.onBump(listener),
   logger,
-  status: {
-    ...DEFAULT_STATUS_OPTIONS,
-    graceMs: config.STALE_GRACE_S * 1000,
-    deadAfterMs: config.MATERIALIZER_DEAD_AFTER_S * 1000,
-    stallAfterMs: config.PIPELINE_STALL_AFTER_S * 1000,
-  },
+  status: statusOptions,
   failedAuth: new FailedAuthLimiter(config.AUTH_FAILURES_PER_MINUTE),
   metrics,
   changeWaker,
@@ -110,6 +140,12 @@ await app.listen({ host: config.API_HOST, port: config.API_PORT });
 shutdown.register('http', () => app.close());
 shutdown.listen();
 logger.info(
-  { host: config.API_HOST, port: config.API_PORT, limiter: config.REDIS_URL ? 'redis' : 'memory' },
+  {
+    host: config.API_HOST,
+    port: config.API_PORT,
+    limiter: config.REDIS_URL ? 'redis' : 'memory',
+    database: standby ? 'standby' : 'primary',
+    listen,
+  },
   'api listening',
 );

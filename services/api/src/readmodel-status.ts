@@ -84,3 +84,35 @@ export async function deadLetters(
     .orderBy(['topic', 'reason'])
     .execute();
 }
+
+/** The API's database as a replica sees itself (status.ts `database`). */
+export interface DatabaseRow {
+  standby: boolean;
+  /** WAL received but not yet replayed, bytes; null on a primary. */
+  lag_bytes: string | null;
+  /** Seconds; null on a primary (see `replication`). */
+  lag_s: number | null;
+  /** The WAL receiver streams from the primary; null on a primary or where it is not visible. */
+  receiving: boolean | null;
+}
+
+/**
+ * How far this server is behind its primary. On a standby that has replayed all it received while
+ * streaming, the lag is 0 (the primary may simply be idle: the time since the last replayed
+ * transaction would then grow without anything being behind); otherwise it is the time since the
+ * last replayed transaction was committed on the primary. Without a streaming receiver nothing
+ * new arrives, so that time is the lag's lower bound. pg_stat_wal_receiver shows its status only
+ * to roles with pg_read_all_stats; `receiving` is null without it.
+ */
+export async function replication(db: ReadDb): Promise<DatabaseRow> {
+  const { rows } = await sql<DatabaseRow>`
+    SELECT r.standby,
+      CASE WHEN r.standby THEN pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())::text END AS lag_bytes,
+      CASE WHEN NOT r.standby THEN NULL
+        WHEN w.status = 'streaming' AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+        ELSE COALESCE(extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8, 0) END AS lag_s,
+      CASE WHEN r.standby THEN w.status = 'streaming' END AS receiving
+    FROM (SELECT pg_is_in_recovery() AS standby) r
+    LEFT JOIN (SELECT status FROM pg_stat_wal_receiver) w ON true`.execute(db);
+  return rows[0] as DatabaseRow;
+}

@@ -17,7 +17,7 @@ import * as journal from './readmodel-journal.js';
 import * as prices from './readmodel-prices.js';
 import type { ReadDb } from './readmodel-rows.js';
 import * as status from './readmodel-status.js';
-import type { FreshnessRow, MaterializerRow } from './readmodel-status.js';
+import type { DatabaseRow, FreshnessRow, MaterializerRow } from './readmodel-status.js';
 import type { CapPoint, FloatBuyorderRow, FloatRangedRow, HistoryPoint, Sale, StoreRow } from './routes/schemas.js';
 
 const readDb = (pool: Pool): ReadDb => new Kysely<ReadContractV1>({ dialect: new PostgresDialect({ pool }) });
@@ -137,5 +137,10 @@ export class ReadModel {
   /** Dead letters per topic and reason. */
   deadLetters(): Promise<{ topic: string; reason: string; count: number; last_at: Date }[]> {
     return status.deadLetters(this.db);
+  }
+
+  /** Whether the database is a standby, and how far behind its primary. */
+  replication(): Promise<DatabaseRow> {
+    return status.replication(this.db);
   }
 }

@@ -40,12 +40,21 @@ const member = (
   ...extra,
 });
 
+const PRIMARY = { standby: false, lag_bytes: null, lag_s: null, receiving: null };
+const standby = (lagS: number, receiving: boolean | null = true) => ({
+  standby: true,
+  lag_bytes: String(lagS * 1_000),
+  lag_s: lagS,
+  receiving,
+});
+
 const input = (over: Partial<StatusInputs>): StatusInputs => ({
   now: NOW,
   dataTime: new Date('2030-01-01T00:00:00.000Z'),
   freshness: [],
   materializers: [member(2, 5)],
   deadLetters: [],
+  database: PRIMARY,
   ...over,
 });
 
@@ -111,5 +120,50 @@ describe('statusReport', () => {
     );
     expect(r).toMatchObject({ status: 'ok', pipeline: { status: 'ok', lag: 12, problems: [] }, stale_count: 0 });
     expect(r.dead_letters).toEqual([{ topic: 'listings.v1', reason: 'sql', count: 1, last_at: ago(10).toISOString() }]);
+  });
+
+  describe('on a standby', () => {
+    const o = { ...DEFAULT_STATUS_OPTIONS, maxReplicaLagMs: 10_000 };
+
+    it('reports the replay lag and stays ok within the threshold', () => {
+      const r = statusReport(input({ freshness: [fresh('cn-a', 'LISTINGS', 60)], database: standby(2.5) }), o);
+      expect(r.status).toBe('ok');
+      expect(r.database).toEqual({
+        role: 'standby',
+        replay_lag_seconds: 2.5,
+        replay_lag_bytes: 2_500,
+        receiving: true,
+        degraded_after_seconds: 10,
+        status: 'ok',
+      });
+    });
+
+    it('degrades past the threshold, and when no WAL arrives at all', () => {
+      const behind = statusReport(input({ freshness: [fresh('cn-a', 'LISTINGS', 60)], database: standby(11) }), o);
+      expect(behind).toMatchObject({ status: 'degraded', database: { status: 'lagging', replay_lag_seconds: 11 } });
+      const cut = statusReport(input({ freshness: [fresh('cn-a', 'LISTINGS', 60)], database: standby(1, false) }), o);
+      expect(cut).toMatchObject({ status: 'degraded', database: { status: 'lagging', receiving: false } });
+    });
+
+    // Root cause guarded: on a standby 40 s behind, the heartbeat it replayed last is 40 s older
+    // than the wall clock, which read as "materializer down" when only the replica was behind.
+    it('judges the materializers as of what it has replayed, not the wall clock', () => {
+      const r = statusReport(input({ materializers: [member(42, 45)], database: standby(40) }), {
+        ...o,
+        maxReplicaLagMs: 60_000,
+      });
+      expect(r.pipeline.status).toBe('ok');
+      expect(r.pipeline.materializers[0]?.heartbeat_age_seconds).toBe(2);
+      expect(statusReport(input({ materializers: [member(42, 45)] }), o).pipeline.status).toBe('down');
+    });
+
+    it('says nothing of lag on a primary', () => {
+      expect(statusReport(input({ freshness: [fresh('cn-a', 'LISTINGS', 60)] })).database).toMatchObject({
+        role: 'primary',
+        replay_lag_seconds: null,
+        replay_lag_bytes: null,
+        status: 'ok',
+      });
+    });
   });
 });

@@ -74,6 +74,7 @@ const read = {
     },
   ],
   deadLetters: async () => [],
+  replication: async () => ({ standby: false, lag_bytes: null, lag_s: null, receiving: null }),
   search: async (name: string) =>
     name === NAME
       ? [

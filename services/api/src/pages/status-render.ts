@@ -81,6 +81,17 @@ function freshnessTable(report: StatusReport): Html {
   </table>`;
 }
 
+/** Where this process reads: on a standby, how far behind its primary. */
+function databaseLine(d: StatusReport['database']): Html {
+  if (d.role === 'primary') return html`<p id="database">Database: primary</p>`;
+  const lag = d.replay_lag_seconds === null ? 'unknown' : `${d.replay_lag_seconds} s`;
+  return html`<p id="database">
+    Database: standby · replay lag ${flag(d.status === 'ok', lag, `${lag} (over ${d.degraded_after_seconds} s)`)} ·
+    ${d.replay_lag_bytes ?? 'unknown'} bytes received, not yet replayed ·
+    ${d.receiving === null ? 'receiver not visible' : flag(d.receiving, 'streaming', 'NOT RECEIVING')}
+  </p>`;
+}
+
 function pipelineSection(report: StatusReport): Html {
   const p = report.pipeline;
   return html`<h2>Pipeline</h2>
@@ -88,6 +99,7 @@ function pipelineSection(report: StatusReport): Html {
       Materializer: ${flag(p.status === 'ok', 'ok', p.status)} · lag
       <b id="lag">${p.lag === null ? 'unknown' : `${p.lag} records`}</b> · last batch ${p.last_batch_at ?? 'never'}
     </p>
+    ${databaseLine(report.database)}
     ${
       p.problems.length
         ? html`<ul class="bad">

@@ -46,6 +46,28 @@ const StatusAnswer = closed({
     last_batch_at: TsOrNull,
     materializers: Type.Array(Materializer),
   }),
+  database: closed({
+    role: Type.Unsafe<string>({
+      type: 'string',
+      enum: ['primary', 'standby'],
+      description: 'standby: this process reads from a read replica of the primary the pipeline writes to',
+    }),
+    replay_lag_seconds: Type.Union([Type.Number(), Type.Null()], {
+      description: "on a standby, how far its data is behind the primary's (0: all replayed); null on a primary",
+    }),
+    replay_lag_bytes: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'on a standby, WAL received from the primary but not yet replayed; null on a primary',
+    }),
+    receiving: Type.Union([Type.Boolean(), Type.Null()], {
+      description: 'on a standby, whether WAL streams from the primary; null on a primary or where not visible',
+    }),
+    degraded_after_seconds: Type.Number(),
+    status: Type.Unsafe<string>({
+      type: 'string',
+      enum: ['ok', 'lagging'],
+      description: 'lagging: more than degraded_after_seconds behind, or receiving nothing (status is then degraded)',
+    }),
+  }),
   dead_letters: Type.Array(
     closed({
       topic: Type.String(),
@@ -66,7 +88,7 @@ export function registerStatusRoutes(app: FastifyInstance, ctx: RouteContext): v
       config: { endpoint: 'GET /v1/status' },
       schema: {
         summary:
-          "Is the data fresh and the pipeline alive: per marketplace and kind the age of the last complete cycle on the wall clock and a stale flag (2 × the kind's refresh interval + grace); materializer heartbeats, lag and dead letters",
+          "Is the data fresh and the pipeline alive: per marketplace and kind the age of the last complete cycle on the wall clock and a stale flag (2 × the kind's refresh interval + grace); materializer heartbeats, lag and dead letters; on a read replica, how far behind its primary",
         response: responses({ ok: StatusAnswer }),
       },
     },
