@@ -29,7 +29,7 @@ const outDir = values.out ?? (smoke ? join('.local', 'bench-smoke') : 'bench');
 const size = smoke ? 300 : 35_000;
 const runs = smoke ? 1 : 3;
 const seconds = smoke ? 2 : 10;
-const BENCHES = ['produce', 'materialize', 'api', 'platform', 'topics'] as const;
+const BENCHES = ['produce', 'materialize', 'api', 'platform', 'topics', 'replica'] as const;
 type Bench = (typeof BENCHES)[number];
 const only = values.only ? new Set(values.only.split(',')) : undefined;
 mkdirSync(join(outDir, 'results'), { recursive: true });
@@ -209,6 +209,14 @@ const ROWS: {
     value: r.platform.freshness_burst_p99_s ?? undefined,
     absent: 'no phase held a burst',
     detail: `${r.platform.freshness_burst_runs ?? 0} of the runs held a burst; calm phases' p99 ${r.platform.freshness_calm_p99_s ?? 'none'} s`,
+  },
+  {
+    key: 'standby_freshness_p99_s',
+    what: 'one price change, poll → visible through an API on a PostgreSQL hot standby, p99',
+    target: '≤ 2 s + replay lag',
+    bound: ['atMost', 2 + (r.replica.replay_lag_p99_s ?? 0)],
+    value: r.replica.standby_freshness_p99_s,
+    detail: `the same changes on an API on the primary: p99 ${r.replica.primary_freshness_p99_s} s; the standby's extra time p99 ${r.replica.standby_extra_p99_s} s; its replay lag sampled from /v1/status p99 ${r.replica.replay_lag_p99_s} s (at most ${r.replica.replay_lag_max_bytes} bytes); ${r.replica.changes_per_run} changes a run, ${r.replica.missed ?? 0} missed`,
   },
   {
     key: 'calm_rows_changed_per_price_change',
