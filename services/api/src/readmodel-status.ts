@@ -100,19 +100,22 @@ export interface DatabaseRow {
  * How far this server is behind its primary. On a standby that has replayed all it received while
  * streaming, the lag is 0 (the primary may simply be idle: the time since the last replayed
  * transaction would then grow without anything being behind); otherwise it is the time since the
- * last replayed transaction was committed on the primary. Without a streaming receiver nothing
- * new arrives, so that time is the lag's lower bound. pg_stat_wal_receiver shows its status only
- * to roles with pg_read_all_stats; `receiving` is null without it.
+ * last replayed transaction was committed on the primary, a lower bound when nothing arrives, and
+ * unknown (null) before any was replayed since the standby started. pg_stat_wal_receiver has a row
+ * only while a receiver is connected (none: not receiving), and shows its status only to roles
+ * with pg_read_all_stats (`receiving` null without it). After a restart the receive position
+ * starts at its segment's beginning, below the replay position: the byte lag is clamped at 0.
  */
 export async function replication(db: ReadDb): Promise<DatabaseRow> {
   const { rows } = await sql<DatabaseRow>`
     SELECT r.standby,
-      CASE WHEN r.standby THEN pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())::text END AS lag_bytes,
+      CASE WHEN r.standby THEN greatest(0, COALESCE(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()), 0))::text END AS lag_bytes,
       CASE WHEN NOT r.standby THEN NULL
-        WHEN w.status = 'streaming' AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
-        ELSE COALESCE(extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8, 0) END AS lag_s,
-      CASE WHEN r.standby THEN w.status = 'streaming' END AS receiving
+        WHEN w.status = 'streaming' AND pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn() THEN 0
+        ELSE greatest(0, extract(epoch FROM now() - pg_last_xact_replay_timestamp()))::float8 END AS lag_s,
+      CASE WHEN NOT r.standby THEN NULL WHEN w.pid IS NULL THEN false WHEN w.status IS NULL THEN NULL
+        ELSE w.status = 'streaming' END AS receiving
     FROM (SELECT pg_is_in_recovery() AS standby) r
-    LEFT JOIN (SELECT status FROM pg_stat_wal_receiver) w ON true`.execute(db);
+    LEFT JOIN (SELECT pid, status FROM pg_stat_wal_receiver) w ON true`.execute(db);
   return rows[0] as DatabaseRow;
 }

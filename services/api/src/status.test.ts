@@ -143,6 +143,12 @@ describe('statusReport', () => {
       expect(behind).toMatchObject({ status: 'degraded', database: { status: 'lagging', replay_lag_seconds: 11 } });
       const cut = statusReport(input({ freshness: [fresh('cn-a', 'LISTINGS', 60)], database: standby(1, false) }), o);
       expect(cut).toMatchObject({ status: 'degraded', database: { status: 'lagging', receiving: false } });
+      // Restarted while its primary is away: nothing replayed since, so how far behind is unknown.
+      const unknown = statusReport(
+        input({ freshness: [fresh('cn-a', 'LISTINGS', 60)], database: { ...standby(0, false), lag_s: null } }),
+        o,
+      );
+      expect(unknown).toMatchObject({ status: 'degraded', database: { status: 'lagging', replay_lag_seconds: null } });
     });
 
     // Root cause guarded: on a standby 40 s behind, the heartbeat it replayed last is 40 s older

@@ -59,10 +59,12 @@ function databaseReport(db: DatabaseRow, o: StatusOptions) {
   const problem = !db.standby
     ? undefined
     : db.receiving === false
-      ? `the database is a standby that receives no WAL from its primary (last replayed ${Math.round(lagS ?? 0)} s ago)`
-      : lagS !== null && lagS * 1000 > o.maxReplicaLagMs
-        ? `the database is a standby ${Math.round(lagS)} s behind its primary`
-        : undefined;
+      ? `the database is a standby that receives no WAL from its primary (last replayed ${lagS === null ? 'never since it started' : `${Math.round(lagS)} s ago`})`
+      : lagS === null
+        ? 'the database is a standby that has replayed nothing since it started: how far behind is unknown'
+        : lagS * 1000 > o.maxReplicaLagMs
+          ? `the database is a standby ${Math.round(lagS)} s behind its primary`
+          : undefined;
   return {
     problem,
     report: {
