@@ -112,6 +112,20 @@ describe('ApiMetrics.observeStatus', () => {
     expect(lines.some((l) => l.startsWith('api_pipeline_lag '))).toBe(false);
   });
 
+  // Root cause guarded: a standby whose replay stopped judged heartbeats as of its last replayed
+  // commit, so it reported a materializer alive after it died, and the max over every API hid it.
+  it('a lagging standby exports no pipeline series', async () => {
+    const m = new ApiMetrics();
+    const lagging = {
+      ...report(),
+      database: { role: 'standby', replay_lag_seconds: 600, replay_lag_bytes: 0, receiving: false, status: 'lagging' },
+    };
+    m.observeStatus(() => Promise.resolve(lagging), { ttlMs: 0 });
+    const lines = await scrape(m);
+    expect(lines).toContain('api_db_wal_receiving 0');
+    expect(lines.some((l) => /^api_(materializers_alive|pipeline_)/.test(l))).toBe(false);
+  });
+
   // Root cause guarded: a scrape that threw, or repeated the last good values, would hide a
   // database outage from every alert that reads these series.
   it('a failed or hung load sets api_status_up 0 and drops the other series; the scrape still answers', async () => {
@@ -124,7 +138,7 @@ describe('ApiMetrics.observeStatus', () => {
           : fail === 'hang'
             ? new Promise(() => {})
             : Promise.resolve(report()),
-      { ttlMs: 0, timeoutMs: 50 },
+      { ttlMs: 0, timeoutMs: 50, stuckAfterMs: 200 },
     );
     expect(await scrape(m)).toContain('api_status_up 1');
     fail = 'throw';
@@ -132,6 +146,9 @@ describe('ApiMetrics.observeStatus', () => {
     fail = 'hang';
     expect(await scrape(m)).toEqual(['api_status_up 0']);
     fail = false;
+    // The hung load still holds its connections: no second one beside it until it counts as stuck.
+    expect(await scrape(m)).toEqual(['api_status_up 0']);
+    await new Promise((r) => setTimeout(r, 220));
     expect(await scrape(m)).toContain('api_market_stale{market="cn-b",kind="LISTINGS"} 1');
   });
 

@@ -19,7 +19,16 @@ interface DatabaseStatus {
   replay_lag_seconds: number | null;
   replay_lag_bytes: number | null;
   receiving: boolean | null;
+  /** lagging: further behind than REPLICA_MAX_LAG_S, behind by an unknown time, or receiving nothing. */
+  status?: string;
 }
+
+/**
+ * A standby that lags judges the pipeline from a view that stopped: its heartbeats look as fresh
+ * as when its replay stalled. Its pipeline series are left out, so the alerts' max and min over
+ * every API process read the processes that see the present (its lag has alerts of its own).
+ */
+const seesPresent = (r: ObservedStatus) => r.database?.status !== 'lagging';
 
 /** What the status gauges read from a status report; `database` where the report has it. */
 type ObservedStatus = Pick<StatusReport, 'now' | 'markets' | 'pipeline' | 'dead_letters'> & {
@@ -32,6 +41,8 @@ interface StatusScrapeOptions {
   ttlMs?: number;
   /** A load still running after this long counts as failed (`api_status_up` 0). @default 5000 */
   timeoutMs?: number;
+  /** No load starts beside one still running, unless that one has run this long. @default 60000 */
+  stuckAfterMs?: number;
 }
 
 /** The report, or null when its load failed or took longer than `timeoutMs`. */
@@ -81,12 +92,15 @@ const STATUS_GAUGES: { name: string; help: string; labels?: string[]; fill(g: Ga
   {
     name: 'api_materializers_alive',
     help: 'Materializer processes whose heartbeat is at most MATERIALIZER_DEAD_AFTER_S old',
-    fill: (g, r) => g.set(r.pipeline.materializers.filter((m) => m.alive).length),
+    fill: (g, r) => {
+      if (seesPresent(r)) g.set(r.pipeline.materializers.filter((m) => m.alive).length);
+    },
   },
   {
     name: 'api_pipeline_last_batch_age_seconds',
     help: "Seconds since any materializer last committed a batch, as /v1/status judges it (the database's clock; on a standby, as of what it has replayed); +Inf when none has",
     fill: (g, r) => {
+      if (!seesPresent(r)) return;
       // /v1/status judges the pipeline on a standby as of what it replayed: its lag is its own alert.
       const behind = r.database?.role === 'standby' ? (r.database.replay_lag_seconds ?? 0) : 0;
       g.set(Math.max(0, secondsSince(r.now, r.pipeline.last_batch_at) - behind));
@@ -96,7 +110,7 @@ const STATUS_GAUGES: { name: string; help: string; labels?: string[]; fill(g: Ga
     name: 'api_pipeline_lag',
     help: "Records not yet applied: the live materializers' consumer lag added up; absent while a live one cannot measure its lag",
     fill: (g, r) => {
-      if (r.pipeline.lag !== null) g.set(r.pipeline.lag);
+      if (r.pipeline.lag !== null && seesPresent(r)) g.set(r.pipeline.lag);
     },
   },
   {
@@ -240,8 +254,23 @@ export class ApiMetrics {
     const ttlMs = o.ttlMs ?? 5_000;
     const timeoutMs = o.timeoutMs ?? 5_000;
     let cached: { at: number; report: Promise<ObservedStatus | null> } | undefined;
+    // A load still running (past its timeout, it still holds its connections) is shared, never
+    // doubled: a slow database would otherwise get six more queries per scrape, and the customers'
+    // requests would find the pool busy. Past its timeout it reads as not loaded.
+    // One that never ends (a connection lost without an error) is given up after `stuckAfterMs`.
+    let runningSince: number | undefined;
+    const stuckAfterMs = o.stuckAfterMs ?? 60_000;
     const report = () => {
-      if (!cached || Date.now() - cached.at >= ttlMs) cached = { at: Date.now(), report: loadWithin(load, timeoutMs) };
+      if (!cached || Date.now() - cached.at >= ttlMs) {
+        if (cached && runningSince !== undefined && Date.now() - runningSince < stuckAfterMs) return cached.report;
+        const since = (runningSince = Date.now());
+        const done = () => {
+          if (runningSince === since) runningSince = undefined;
+        };
+        const loading = Promise.resolve().then(load);
+        void loading.then(done, done);
+        cached = { at: Date.now(), report: loadWithin(() => loading, timeoutMs) };
+      }
       return cached.report;
     };
     new Gauge({
