@@ -5,7 +5,7 @@
  * contract do not make it wait: a newer writer may publish more than an older reader knows.
  */
 import { AppError } from '@skinprices/domain';
-import type { Pool } from './pool.js';
+import { isTransientPgError, type Pool } from './pool.js';
 import { contractTypeName, type Contract, type ViewColumns } from './read-contract.js';
 
 /**
@@ -59,6 +59,8 @@ export interface ContractWait {
   timeoutMs?: number;
   /** @default 1000 */
   pollMs?: number;
+  /** Added to the timeout's error: what makes the schema appear (which migration to run). */
+  hint?: string;
   /** Told what is still missing, at most every `reportEveryMs` (@default 10000). */
   onWait?: (needs: string[]) => void;
   reportEveryMs?: number;
@@ -66,7 +68,8 @@ export interface ContractWait {
 
 /**
  * Resolves once `schema` holds everything `contract` needs. A server that does not answer is
- * waited for too (a standby still starting). Throws `migration_failed` (not retryable) after the
+ * waited for too (a standby still starting); one that refuses (wrong password, no such database)
+ * fails at once, as waiting cannot help. Throws `migration_failed` (not retryable) after the
  * timeout, naming what is still missing.
  */
 export async function waitForContract(w: ContractWait): Promise<void> {
@@ -77,13 +80,15 @@ export async function waitForContract(w: ContractWait): Promise<void> {
     try {
       needs = unmetNeeds(await publishedRelations(w.pool, w.schema, w.kind), w.contract);
     } catch (err) {
+      if (!isTransientPgError(err)) throw err;
       needs = [`the database does not answer (${String(err)})`];
     }
     if (needs.length === 0) return;
     if (Date.now() >= deadline)
       throw new AppError(
         'migration_failed',
-        `schema ${w.schema} lacks what this process reads after ${w.timeoutMs ?? 600_000} ms: ${needs.join('; ')}`,
+        `schema ${w.schema} lacks what this process reads after ${w.timeoutMs ?? 600_000} ms: ${needs.join('; ')}` +
+          (w.hint ? `. ${w.hint}` : ''),
       );
     if (Date.now() - reported >= (w.reportEveryMs ?? 10_000)) {
       reported = Date.now();

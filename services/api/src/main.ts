@@ -42,8 +42,13 @@ const waitFor = (pool: typeof readPool, schema: string, contract: typeof KEYS_CO
     schema,
     contract,
     kind: contract === KEYS_CONTRACT ? 'r' : 'v',
+    hint:
+      contract === KEYS_CONTRACT
+        ? `Migrate the key table on the primary: make keys ARGS=migrate (tsx services/api/src/keys-cli.ts migrate) with KEYS_SCHEMA=${schema}`
+        : `The materializer migrates the read model at its start, on the primary (DATABASE_SCHEMA=${schema})`,
     timeoutMs: config.SCHEMA_WAIT_S * 1000,
-    onWait: (needs) => logger.warn({ schema, needs }, 'waiting for the schema this version reads'),
+    onWait: (needs) =>
+      logger.warn({ schema, needs }, 'waiting for the schema this version reads (the API migrates nothing)'),
   });
 await Promise.all([
   waitFor(keysPool, config.KEYS_SCHEMA, KEYS_CONTRACT),
