@@ -83,7 +83,7 @@ alerts: alerts-tools ## check and unit-test the Prometheus alert rules (infra/pr
 	promtool check config infra/prometheus/prometheus.yml
 	promtool test rules infra/prometheus/alerts.test.yml
 
-bench: up bench-tools ## every benchmark at full size, 3 runs each: bench/results.md and bench/results.json (about 45 min)
+bench: up up-replica bench-tools ## every benchmark at full size, 3 runs each: bench/results.md and bench/results.json (about 45 min)
 	node --import tsx bench/run.ts
 
 bench-floors: up ## what any design reaches here, PostgreSQL only: the ingest path's floor (bench/ingest-floor.ts, 3 runs) and a list patch's cost by size (bench/list-patch.ts)
@@ -92,6 +92,10 @@ bench-floors: up ## what any design reaches here, PostgreSQL only: the ingest pa
 
 chaos: up ## bounded fault run (~20 min): broker kill on a three-node cluster, materializer kills, upstream faults, hostile requests, the limiter, poisoned records: reliability/results.md and results.json; CHAOS_SEED=n repeats a run
 	node --import tsx reliability/run.ts
+
+.PHONY: soak
+soak: up ## the platform for an hour under a steady mix: reliability/results/soak.json and soak.md; SOAK_MINUTES=n (default 60), SOAK_SAMPLE_S=n (60)
+	node --import tsx reliability/soak.ts
 
 test: lint alerts test-unit test-integration ## everything CI runs: lint, the alert rules, unit, integration (starts the stack when needed)
 

@@ -37,7 +37,15 @@ fi
 # own PATH…: as root, hand files and directories we wrote to the postgres user.
 own() { if [ "$(id -u)" = 0 ]; then chown postgres: "$@"; fi; }
 
-running() { [ -f "$1/postmaster.pid" ] && as_pg "$BIN/pg_ctl" -D "$1" status >/dev/null 2>&1; }
+# running DATADIR: its postmaster is alive. pg_ctl status would trust any live process of the same
+# user holding the pid of a stale postmaster.pid (a machine restarted without `make down`); a
+# postmaster runs in its data directory, which no other process there does.
+running() {
+  [ -f "$1/postmaster.pid" ] || return 1
+  local pid
+  pid=$(head -1 "$1/postmaster.pid")
+  [ -n "$pid" ] && [ "$(readlink "/proc/$pid/cwd" 2>/dev/null)" = "$(cd "$1" && pwd -P)" ]
+}
 pid_of() { head -1 "$1/postmaster.pid"; }
 sql() { "$BIN/psql" -h 127.0.0.1 -p "$1" -U postgres -d postgres -XAtqc "$2"; }
 sysid() { as_pg "$BIN/pg_controldata" "$1" 2>/dev/null | sed -n 's/^Database system identifier: *//p'; }
@@ -73,6 +81,9 @@ launch() {
     log "$name already running (pid $(pid_of "$dir"))"
   else
     port_open "$port" && die "port $port is taken by a process we did not start; stop it or set PG_PORT/PG_STANDBY_PORT"
+    # Not running (checked above), so a postmaster.pid left there is stale: postgres would refuse
+    # to start while its pid belongs to a live process.
+    rm -f "$dir/postmaster.pid"
     configure "$dir" "$port" "$name"
     touch "$log"
     own "$log"
@@ -110,6 +121,11 @@ start() {
   fi
   launch "$PRIMARY" "$PG_PORT" skinprices-primary
   log "postgresql primary at postgres://postgres@127.0.0.1:$PG_PORT"
+  # A standby made earlier (make up-replica) starts with its primary: stopped, its slot would keep
+  # WAL and, with hot_standby_feedback, hold back every vacuum on the primary meanwhile.
+  if [ -s "$STANDBY/PG_VERSION" ] && ! running "$STANDBY" && [ -z "$(stale_standby)" ]; then
+    launch "$STANDBY" "$PG_STANDBY_PORT" skinprices-standby
+  fi
 }
 
 # Why the standby's data dir must be copied again (nothing: it is a standby of this primary).
