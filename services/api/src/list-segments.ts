@@ -70,6 +70,8 @@ interface Piece {
 
 interface Segment extends Piece {
   keys: string[];
+  /** Its rows' digests joined in order: what the body's content hash is taken over (assemble). */
+  digests: string;
   /** Byte length of each row's JSON, in `keys` order (the separating commas excluded). */
   lengths: number[];
 }
@@ -115,8 +117,14 @@ async function segment(
     if (i > 0 || index > 0) parts.push(COMMA);
     parts.push(r);
   }
-  const hash = sha1(digests.join(''));
-  return { ...(await piece(Buffer.concat(parts), hash, level)), keys, lengths: rows.map((r) => r.length) };
+  const joined = digests.join('');
+  const hash = sha1(joined);
+  return {
+    ...(await piece(Buffer.concat(parts), hash, level)),
+    keys,
+    digests: joined,
+    lengths: rows.map((r) => r.length),
+  };
 }
 
 /** The rows of a segment, uncompressed again. */
@@ -308,12 +316,16 @@ export class SegmentedList {
     const pieces: Piece[] = [this.open, ...this.segments, this.close];
     let crc = 0;
     let length = 0;
-    const hash = createHash('sha1');
     for (const p of pieces) {
       crc = crc32Combine(crc, p.crc, p.length);
       length += p.length;
-      hash.update(p.hash);
     }
+    // Over every row's digest in list order, not over the segments' hashes: a list built at once
+    // and one grown by patches split the same rows into other segments, and two API processes
+    // holding the same rows must give them the same ETag.
+    const hash = createHash('sha1').update(this.open.hash);
+    for (const seg of this.segments) hash.update(seg.digests);
+    hash.update(this.close.hash);
     return {
       headGzip: Buffer.concat([GZIP_HEADER, ...pieces.map((p) => p.deflated)]),
       headLength: length,

@@ -37,6 +37,19 @@ export const envelopeTail = (key: ApiKey, source: string | undefined, at: number
   `${source === undefined ? '' : `,"source":${JSON.stringify(source)}`},"requestor":${JSON.stringify(key.customer)},"plan":${JSON.stringify(key.plan)},"timestamp":${JSON.stringify(new Date(at).toISOString())}}`;
 
 /**
+ * If-None-Match as RFC 9110 §13.1.2 reads it: a list of tags, or `*`, compared weakly (`W/"x"`
+ * and `"x"` are the same tag), so a client or proxy that lists several, or drops the weak prefix,
+ * still gets its 304.
+ */
+export function noneMatch(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  const opaque = (t: string) => t.trim().replace(/^W\//, '');
+  const want = opaque(etag);
+  return header.split(',').some((t) => opaque(t) === want);
+}
+
+/**
  * Sends a cached head plus a per-request tail; gzip when accepted; ETag and 304. The two parts go
  * to the socket as they are (one writev), not concatenated: copying a megabyte per request was a
  * third of the cost of serving it. The reply is hijacked for that, so the headers are written
@@ -56,7 +69,7 @@ export function sendBody(
     'content-type': 'application/json; charset=utf-8',
   };
   if (body.confirmedAt) headers[CONFIRMED_AT] = body.confirmedAt.toISOString();
-  if (req.headers['if-none-match'] === tail.etag) return reply.code(304).headers(headers).send();
+  if (noneMatch(req.headers['if-none-match'], tail.etag)) return reply.code(304).headers(headers).send();
   const gzip = /\bgzip\b/.test(req.headers['accept-encoding'] ?? '');
   if (gzip) headers['content-encoding'] = 'gzip';
   headers['content-length'] = gzip ? body.headGzip.length + tail.gzip.length : body.headLength + tail.plain.length;
