@@ -23,6 +23,10 @@ const pool = createPool({
 });
 shutdown.register('pg-pool', () => pool.end());
 await ensureSchema(pool, config.DATABASE_SCHEMA);
+// Nothing in the platform vacuums the read model: its tables are updated in place all day.
+const { rows: vacuum } = await pool.query<{ autovacuum: string }>('SHOW autovacuum');
+if (vacuum[0]?.autovacuum !== 'on')
+  logger.warn('autovacuum is off on this server: dead rows will slow every batch; turn it on (docs/operations.md)');
 const kafka = createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'materializer' });
 const serde = new EventSerde({ registryUrl: config.SCHEMA_REGISTRY_URL });
 const metrics = new MaterializerMetrics();
