@@ -154,8 +154,10 @@ try {
   const { rows } = await victim.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM dead_letters');
   result.dead_letters = rows[0]?.n ?? null;
   const exited = new Promise<number | null>((r) => child?.once('exit', (code) => r(code)));
+  const stopping = Date.now();
   child.kill('SIGTERM');
   result.clean_exit_code = await exited;
+  result.materializer_stop_s = Number(((Date.now() - stopping) / 1000).toFixed(2));
 } catch (err) {
   errors.push(message(err));
   console.error(err);

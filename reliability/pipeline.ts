@@ -349,10 +349,20 @@ try {
   console.error(err);
 } finally {
   const cleaning = Date.now();
-  // How long each API took to stop after the run (SIGTERM; SIGKILL after its shutdown deadline
-  // of 30 s has passed, or after 10 s in the smoke run).
+  // How long each API took to stop after the run's load (SIGTERM; SIGKILL after its shutdown
+  // deadline of 30 s has passed, or after 10 s in the smoke run), and how it exited: a stop
+  // that waits on its clients' idle keep-alive connections runs into that deadline.
   const grace = args.smoke ? 10_000 : 35_000;
-  result.api_stops = await Promise.all(apis.map((a) => a.stop(grace).catch((err: unknown) => message(err))));
+  const codes = apis.map((a) =>
+    a.child.exitCode !== null || a.child.signalCode !== null
+      ? Promise.resolve(a.child.exitCode)
+      : new Promise<number | null>((r) => a.child.once('exit', (code) => r(code))),
+  );
+  const stops = await Promise.all(apis.map((a) => a.stop(grace).catch((err: unknown) => message(err))));
+  result.api_stops = stops;
+  const seconds = stops.flatMap((x) => (typeof x === 'string' ? [] : [x.seconds]));
+  result.api_stop_s = seconds.length === apis.length && apis.length > 0 ? Math.max(...seconds) : null;
+  result.api_stop_exit_codes = await Promise.all(codes);
   await stack.cleanup().catch((err: unknown) => errors.push(`clean-up: ${message(err)}`));
   (result.seconds as Record<string, number>).cleanup = Number(((Date.now() - cleaning) / 1000).toFixed(1));
   await writeScenario(args, result);

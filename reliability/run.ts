@@ -128,6 +128,9 @@ const bt = (b.truth ?? {}) as R;
 const fuzz = (p.fuzz ?? {}) as R;
 const limiter = (p.limiter ?? {}) as Record<string, { bursts: { verdict: string; accepted: number }[] }>;
 const combos = FAULT_KINDS.length * MARKETS.length;
+const apiStops = ((p.api_stops ?? []) as ({ seconds: number; killed: boolean } | string)[]).filter(
+  (x): x is { seconds: number; killed: boolean } => typeof x !== 'string',
+);
 
 const ROWS: {
   key: string;
@@ -224,6 +227,22 @@ const ROWS: {
       .join('; '),
   },
   {
+    key: 'api_stop_s',
+    scenario: 'pipeline',
+    what: 'seconds from SIGTERM to exit of the API processes after the run’s load, the slowest (their clients’ keep-alive connections still open)',
+    invariant: '< 5',
+    holds: (v) => (num(v) ?? Infinity) < 5,
+    detail: `each: ${apiStops.map((x) => `${x.seconds.toFixed(1)} s${x.killed ? ' (killed)' : ''}`).join(', ') || '?'}; exit codes ${JSON.stringify(p.api_stop_exit_codes ?? null)}; SIGKILL after ${smoke ? 10 : 35} s`,
+  },
+  {
+    key: 'materializer_stop_s',
+    scenario: 'materializer-kills',
+    what: 'seconds from SIGTERM to exit of the materializer process after it caught up from the kills',
+    invariant: '< 30 (its shutdown deadline)',
+    holds: (v) => (num(v) ?? Infinity) < 30,
+    detail: `exit code ${String(r['materializer-kills'].clean_exit_code ?? '?')}`,
+  },
+  {
     key: 'poison_isolated',
     scenario: 'poison',
     what: 'records that decode but fail in SQL (NUL in name or phase, numeric overflow): dead-lettered, partition moves on',
@@ -313,13 +332,7 @@ if (rounds.some((x) => x.problems.length))
     ),
     '',
   );
-const stops = (p.api_stops ?? []) as { seconds: number; killed: boolean }[];
 const observations = [
-  ...(stops.length
-    ? [
-        `API processes stopping after the run (SIGTERM, then SIGKILL after ${smoke ? 10 : 35} s): ${stops.map((x) => `${x.seconds.toFixed(1)} s${x.killed ? ' (killed)' : ''}`).join(', ')}.`,
-      ]
-    : []),
   ...(typeof fuzz.no_answer === 'number' && fuzz.no_answer > 0
     ? [`${fuzz.no_answer} hostile requests got no answer at all: ${JSON.stringify(fuzz.no_answer_reasons)}.`]
     : []),

@@ -28,6 +28,12 @@ export async function serveMetrics(registry: Registry, host: string, port: numbe
   await new Promise<void>((resolve) => server.listen(port, host, resolve));
   return {
     url: `http://${host}:${(server.address() as AddressInfo).port}/metrics`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    // Every connection is cut, not waited for: a scraper's keep-alive connection (or one opened
+    // but not used yet) would hold close() open, and a scrape lost at a stop costs nothing.
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

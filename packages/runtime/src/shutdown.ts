@@ -49,12 +49,15 @@ export class ShutdownManager {
     let failed = false;
     try {
       for (const h of [...this.handlers].reverse()) {
+        // Each step's duration is logged: a slow stop names the step that held it.
+        const t0 = performance.now();
+        const ms = (): number => Math.round(performance.now() - t0);
         try {
           await Promise.race([h.stop(), deadline]);
-          this.logger.info({ handler: h.name }, 'stopped');
+          this.logger.info({ handler: h.name, ms: ms() }, 'stopped');
         } catch (err) {
           failed = true;
-          this.logger.error({ handler: h.name, err }, 'stop failed');
+          this.logger.error({ handler: h.name, ms: ms(), err }, 'stop failed');
           if (err instanceof Error && err.message.startsWith('shutdown took longer')) break;
         }
       }

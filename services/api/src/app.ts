@@ -5,6 +5,8 @@
  * content-type checks, and each route's JSON schemas (routes/) for validation, serialisation and
  * the OpenAPI document (@fastify/swagger). This module wires those; the endpoints are in routes/.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import swagger from '@fastify/swagger';
 import { readTag, type MarketSlug } from '@skinprices/domain';
 import type { Logger } from '@skinprices/runtime';
@@ -87,6 +89,11 @@ export interface AppDeps {
    * (slots.ts). @default 2
    */
   wholeReadsAtOnce?: number;
+  /**
+   * How long close() lets the responses in flight finish before it cuts their connections (a
+   * client that never sends the rest of its body must not hold a stop). @default 10000
+   */
+  drainMs?: number;
 }
 
 declare module 'fastify' {
@@ -172,10 +179,61 @@ function asApiError(err: unknown, req: FastifyRequest): ApiError {
   return new ApiError(500, 'internal', 'internal error; try again shortly');
 }
 
+/**
+ * Closing ends every connection as soon as no request is in progress on it.
+ * `http.Server.close()` closes the connections idle at that moment and then waits for the rest,
+ * and two kinds would hold it until the client leaves, long after the shutdown's deadline: a
+ * keep-alive connection whose response was in flight (a request being served, a change stream
+ * being ended), idle after it for the keep-alive timeout (72 s); and a connection that has not
+ * sent a byte yet (a client's pool opening one more, a browser's preconnect), which Node counts as
+ * a request starting. So once closing, a response not yet begun says `Connection: close` (Node
+ * then closes its connection after it), every response that ends closes what is left idle or
+ * unused, and after `drainMs` whatever is still open is cut.
+ */
+function closeConnectionsWhenDone(app: FastifyInstance, drainMs: number): void {
+  const server = app.server;
+  const sockets = new Set<Socket>();
+  const open = new Set<ServerResponse>();
+  let closing = false;
+  const closeQuiet = (): void => {
+    server.closeIdleConnections();
+    for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
+  };
+  const lastOne = (res: ServerResponse): void => {
+    if (closing && !res.headersSent) res.setHeader('connection', 'close');
+  };
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+    lastOne(res);
+    open.add(res);
+    res.once('close', () => {
+      open.delete(res);
+      if (closing) closeQuiet();
+    });
+  });
+  let cut: NodeJS.Timeout | undefined;
+  app.addHook('preClose', async () => {
+    closing = true;
+    for (const res of open) lastOne(res);
+    // After the other preClose hooks, once the server has stopped accepting (server.close()).
+    setImmediate(closeQuiet);
+    cut = setTimeout(() => server.closeAllConnections(), drainMs);
+    cut.unref();
+  });
+  app.addHook('onClose', async () => clearTimeout(cut));
+}
+
 /** Fastify with our edge rules: one error shape for what Node and the router refuse, JSON bodies only. */
 function createServer(): { app: FastifyInstance; allowFor: (path: string) => string | undefined } {
   const app = Fastify({
     logger: false,
+    // A request that reaches us while closing (on a connection already open) is answered in full,
+    // with `Connection: close`, rather than with Fastify's own 503 in another shape: the pools
+    // stop only after the server has closed.
+    return503OnClosing: false,
     bodyLimit: 64 * 1024,
     routerOptions: { caseSensitive: true },
     clientErrorHandler,
@@ -276,6 +334,7 @@ function addErrorHandlers(
 
 export function buildApp(deps: AppDeps): FastifyInstance {
   const { app, allowFor } = createServer();
+  closeConnectionsWhenDone(app, deps.drainMs ?? 10_000);
   const metrics = deps.metrics ?? new ApiMetrics();
   // Each cached body depends on the tables of one or a few marketplaces: it is rebuilt when a
   // commit touched those, not on every commit of any one; and when only derived values moved,

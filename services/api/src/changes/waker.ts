@@ -6,6 +6,7 @@
 export class ChangeWaker {
   private readonly waiters = new Set<() => void>();
   private readonly streams = new Set<AbortController>();
+  private closed = false;
 
   /** New changes were committed: every waiting stream reads. */
   notify(): void {
@@ -30,10 +31,15 @@ export class ChangeWaker {
     });
   }
 
-  /** A stream's lifetime: aborted by closeAll() (server shutdown); forget() when it ends itself. */
+  /**
+   * A stream's lifetime: aborted by closeAll() (server shutdown); forget() when it ends itself.
+   * After closeAll() a stream begins aborted: one that arrives while the server drains ends at
+   * once (the client reconnects elsewhere with its Last-Event-ID) instead of holding the stop.
+   */
   open(): AbortController {
     const ctl = new AbortController();
-    this.streams.add(ctl);
+    if (this.closed) ctl.abort();
+    else this.streams.add(ctl);
     return ctl;
   }
 
@@ -46,6 +52,7 @@ export class ChangeWaker {
   }
 
   closeAll(): void {
+    this.closed = true;
     for (const s of this.streams) s.abort();
     this.streams.clear();
     this.notify();
