@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_RESTART_POLICY,
+  EX_CONFIG,
   INITIAL_RESTART_STATE,
   next,
   pauseFor,
@@ -8,7 +9,7 @@ import {
   type RestartState,
 } from './restart-policy.js';
 
-const policy = { baseMs: 1_000, maxMs: 30_000, healthyMs: 60_000 };
+const policy = { baseMs: 1_000, maxMs: 30_000, healthyMs: 60_000, finalCodes: [78] };
 const S = 1_000;
 
 /** Runs `events` from the initial state and returns every state on the way. */
@@ -106,6 +107,41 @@ describe('restart policy', () => {
     const exited: RestartState = { phase: 'exited' };
     for (const e of [{ type: 'started', at: 1 }, { type: 'exited', at: 1 }, { type: 'stop' }] as RestartEvent[])
       expect(next(exited, e, policy)).toBe(exited);
+  });
+
+  it('exit 78 is final: a materializer whose offsets belong to another cluster is not restarted in a loop', () => {
+    // Root cause: every exit led to backoff, so a materializer refusing foreign offsets (exit 78,
+    // EX_CONFIG) was started again every 1 to 30 s for ever, each time refusing again and pushing
+    // its explanation out of sight. Restarting cannot fix 78; the service stays down.
+    expect(DEFAULT_RESTART_POLICY.finalCodes).toEqual([EX_CONFIG]);
+    const [, failed] = run([
+      { type: 'started', at: 0 },
+      { type: 'exited', at: 4 * S, code: 78 },
+    ]);
+    expect(failed).toEqual({ phase: 'failed', code: 78, ranMs: 4 * S });
+    // Nothing moves it: no restart is ever due, and a stop has no process to wait for.
+    for (const e of [
+      { type: 'restartDue' },
+      { type: 'started', at: 5 * S },
+      { type: 'exited', at: 5 * S, code: 1 },
+      { type: 'stop' },
+    ] as RestartEvent[])
+      expect(next(failed as RestartState, e, policy)).toBe(failed);
+    // Also when it refuses before it was seen started.
+    expect(next(INITIAL_RESTART_STATE, { type: 'exited', at: 0, code: 78 }, policy)).toMatchObject({ phase: 'failed' });
+  });
+
+  it('restarts after any other exit: code 1, a signal, 78 of a policy without final codes', () => {
+    const running = next(INITIAL_RESTART_STATE, { type: 'started', at: 0 }, policy);
+    for (const code of [1, 2, 0, null, undefined])
+      expect(next(running, { type: 'exited', at: S, code }, policy)).toMatchObject({ phase: 'backoff' });
+    expect(next(running, { type: 'exited', at: S, code: 78 }, { ...policy, finalCodes: [] })).toMatchObject({
+      phase: 'backoff',
+    });
+  });
+
+  it('a service told to stop that exits 78 has simply exited', () => {
+    expect(next({ phase: 'stopping' }, { type: 'exited', at: 0, code: 78 }, policy)).toEqual({ phase: 'exited' });
   });
 
   it('never exceeds the maximum, however long the streak', () => {

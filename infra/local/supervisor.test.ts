@@ -115,6 +115,31 @@ describe('Supervisor', () => {
     expect(h.launched).toHaveLength(3);
   });
 
+  it('exit 78: the materializer is not restarted, the supervisor says why and what to do, the others keep running', async () => {
+    // Root cause: the supervisor restarted on every exit, so a materializer refusing offsets of
+    // another Kafka cluster (exit 78, EX_CONFIG) was started again and again, each time
+    // refusing, its explanation scrolling away under the other services' output.
+    const h = harness();
+    h.supervisor.start(h.spec);
+    h.supervisor.start({ ...h.spec, name: 'materializer' });
+    const [api, materializer] = h.launched as [FakeProcess, FakeProcess];
+    materializer.crash(78);
+    await vi.advanceTimersByTimeAsync(10 * 60_000);
+    expect(h.launched).toHaveLength(2);
+    expect(h.supervisor.states).toEqual({ api: 'running', materializer: 'failed' });
+    const said = h.lines.filter((l) => l.startsWith('[materializer]'));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(/exited with code 78: NOT restarting it; the other services keep running\. EX_CONFIG/);
+    expect(said[0]).toContain("'make reset-offsets'");
+    // Stopping the platform stops the others and leaves the failed one as it is.
+    const stopped = h.supervisor.stop(1_000);
+    await vi.advanceTimersByTimeAsync(100);
+    await stopped;
+    expect(api.signals).toEqual(['SIGTERM']);
+    expect(materializer.signals).toEqual([]);
+    expect(h.supervisor.states).toEqual({ api: 'exited', materializer: 'failed' });
+  });
+
   it('SIGKILLs a service that ignores SIGTERM for the grace period', async () => {
     const h = harness();
     h.supervisor.start(h.spec);

@@ -7,12 +7,19 @@
  * When to restart is decided by the pure transition in restart-policy.ts (its diagram is there);
  * this class only performs the effects of each new state:
  *   starting → spawn;   backoff → a timer for the pause, then restartDue;
- *   stopping → SIGTERM (SIGKILL after the grace period);   exited → nothing more.
+ *   failed → says why and what to do, once;   stopping → SIGTERM (SIGKILL after the grace
+ *   period);   exited → nothing more.
+ *
+ * A service that failed (an exit code restarting cannot fix) stays down and the others keep
+ * running, as units of a deployment do: the API goes on serving the read model it has (its
+ * /v1/status reports the materializer dead) and the pollers go on recording to Kafka, so nothing
+ * is missed; the operator's fix (`make reset-offsets`) needs only that service stopped.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import {
   DEFAULT_RESTART_POLICY,
+  EX_CONFIG,
   INITIAL_RESTART_STATE,
   next,
   type RestartEvent,
@@ -69,6 +76,12 @@ function launchNode(spec: ServiceSpec, flags: readonly string[]): ChildProcess {
     detached: true,
   });
 }
+
+/** What a final exit code means and what to do about it, by code (restart-policy.ts: `finalCodes`). */
+const FINAL_EXIT_HELP: Readonly<Record<number, string>> = {
+  [EX_CONFIG]:
+    "EX_CONFIG: stored state or configuration this environment contradicts; restarting cannot fix it. Its last lines above name the problem. The materializer exits 78 with 'offsets_mismatch' when its stored offsets belong to another Kafka cluster (after 'make clean', or another KAFKA_BROKERS): see what is wrong with 'make reset-offsets', then 'make reset-offsets ARGS=--yes' (keep the read model) or 'make replay' (rebuild it), and start 'make run' again (docs/operations.md, runbook: exit code 78)",
+};
 
 const alive = (p: ChildProcess | undefined): p is ChildProcess =>
   p !== undefined && p.exitCode === null && p.signalCode === null;
@@ -128,8 +141,16 @@ export class Supervisor {
     // Without a listener a failed kill or spawn would throw in the supervisor itself.
     p.on('error', (err) => this.write(child, `process error: ${err.message}`));
     p.on('exit', (code, signal) => {
-      this.dispatch(child, { type: 'exited', at: this.o.now() });
+      this.dispatch(child, { type: 'exited', at: this.o.now(), code });
       const s = child.state;
+      if (s.phase === 'failed') {
+        const help = FINAL_EXIT_HELP[s.code] ?? 'restarting cannot fix it; its last lines above say why';
+        const others = this.children.some((c) => c !== child && alive(c.process))
+          ? '; the other services keep running'
+          : '';
+        this.write(child, `exited with code ${s.code}: NOT restarting it${others}. ${help}`);
+        return;
+      }
       if (s.phase !== 'backoff') return;
       const streak = s.streak > 1 ? `, crash ${s.streak} in a row` : '';
       this.write(
@@ -150,7 +171,8 @@ export class Supervisor {
     for (const child of [...this.children].reverse()) {
       const p = child.process;
       if (child.state.phase !== 'stopping' || !alive(p)) {
-        child.state = { phase: 'exited' };
+        // A failed service stays `failed`: the states still say which one never ran to the end.
+        if (child.state.phase !== 'failed') child.state = { phase: 'exited' };
         continue;
       }
       const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()));
