@@ -5,31 +5,57 @@ import type { Admin, Kafka } from 'kafkajs';
 import kafkajs from './kafkajs.js';
 import type { TopicDefinition } from './schemas.js';
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 /**
- * Waits until the cluster answers describeCluster with a controller: the port opens before the
- * broker can serve metadata, so "port open" is not "ready".
+ * Waits until the cluster answers describeCluster with a controller and at least `brokers`
+ * brokers registered: the port opens before the broker can serve metadata, so "port open" is not
+ * "ready", and a cluster answers once a quorum is up, before its last nodes have registered.
  */
-export async function waitForKafka(kafka: Kafka, timeoutMs = 60_000): Promise<{ brokers: number }> {
+export async function waitForKafka(
+  kafka: Kafka,
+  timeoutMs = 60_000,
+  { brokers: minBrokers = 1 }: { /** Brokers to wait for. @default 1 */ brokers?: number } = {},
+): Promise<{ brokers: number }> {
   const admin = kafka.admin();
   const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
+  let last: unknown;
   try {
     while (Date.now() < deadline) {
       try {
         await admin.connect();
         const cluster = await admin.describeCluster();
-        if (cluster.brokers.length > 0 && cluster.controller !== null) return { brokers: cluster.brokers.length };
+        if (cluster.brokers.length >= minBrokers && cluster.controller !== null)
+          return { brokers: cluster.brokers.length };
+        last = `${cluster.brokers.length} of ${minBrokers} brokers registered`;
       } catch (err) {
-        lastError = err;
+        last = err;
       }
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
     }
   } finally {
     await admin.disconnect().catch(() => undefined);
   }
-  throw new AppError('kafka_unavailable', `Kafka not ready after ${timeoutMs} ms: ${String(lastError)}`, {
-    cause: lastError,
+  throw new AppError('kafka_unavailable', `Kafka not ready after ${timeoutMs} ms: ${String(last)}`, {
+    cause: last,
   });
+}
+
+/**
+ * Whether asking Kafka again may succeed: kafkajs marks its errors `retriable` (a topic or leader
+ * not known yet, a request timed out, not the controller), also the one its own retries gave up
+ * on (the `cause` of KafkaJSNumberOfRetriesExceeded). A createTopics answers one error per topic:
+ * retriable when each is, or says the topic exists (created by the attempt that failed after).
+ */
+function isRetriable(err: unknown): boolean {
+  const e = err as { retriable?: unknown; cause?: unknown; errors?: unknown; type?: unknown } | undefined;
+  if (!e || typeof e !== 'object') return false;
+  if (Array.isArray(e.errors))
+    return (
+      e.errors.length > 0 &&
+      e.errors.every((x) => (x as { type?: unknown }).type === 'TOPIC_ALREADY_EXISTS' || isRetriable(x))
+    );
+  return e.retriable === true || (e.cause !== undefined && e.cause !== err && isRetriable(e.cause));
 }
 
 /**
@@ -88,52 +114,144 @@ async function alignConfigs(admin: Admin, topics: readonly TopicDefinition[]): P
   if (altered.length > 0) await admin.alterConfigs({ validateOnly: false, resources: altered });
 }
 
+/** The partitions of `topics` the cluster's metadata shows without a leader (or not at all). */
+async function leaderless(
+  admin: Admin,
+  topics: readonly TopicDefinition[],
+  created: ReadonlySet<string>,
+): Promise<string[]> {
+  const { topics: metadata } = await admin.fetchTopicMetadata({ topics: topics.map((t) => t.name) });
+  const partitionsOf = new Map(metadata.map((m) => [m.name, m.partitions]));
+  const lacking: string[] = [];
+  for (const t of topics) {
+    const partitions = partitionsOf.get(t.name) ?? [];
+    // A topic just created shows all its partitions at once; an older one may have been grown.
+    if (partitions.length === 0 || (created.has(t.name) && partitions.length < t.partitions))
+      lacking.push(`${t.name} (${partitions.length} of ${t.partitions} partitions known)`);
+    for (const p of partitions) if (p.leader < 0) lacking.push(`${t.name}/${p.partitionId}`);
+  }
+  return lacking;
+}
+
+/**
+ * Waits until every partition of `topics` has a leader. A node of a cluster learns of a topic a
+ * moment after the controller created it, so right after creation metadata may answer
+ * UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE: those are asked again until `deadline`.
+ */
+async function waitForLeaders(
+  admin: Admin,
+  topics: readonly TopicDefinition[],
+  created: ReadonlySet<string>,
+  deadline: number,
+  timeoutMs: number,
+): Promise<void> {
+  if (topics.length === 0) return;
+  for (;;) {
+    let why: string;
+    try {
+      const lacking = await leaderless(admin, topics, created);
+      if (lacking.length === 0) return;
+      why = `without a leader: ${lacking.slice(0, 8).join(', ')}${lacking.length > 8 ? ` and ${lacking.length - 8} more` : ''}`;
+    } catch (err) {
+      if (!isRetriable(err)) throw err;
+      why = String(err);
+    }
+    if (Date.now() >= deadline)
+      throw new AppError(
+        'kafka_unavailable',
+        `topics' partitions not all led after ${timeoutMs} ms (${why}); is every broker of the cluster up?`,
+      );
+    await sleep(250);
+  }
+}
+
+/**
+ * Creates `missing` (those still missing on each attempt), trying again on a retriable error
+ * (a controller moving, a request timed out on a cluster just started) until `deadline`.
+ */
+async function createTopics(
+  admin: Admin,
+  missing: readonly TopicDefinition[],
+  replicationFactor: number,
+  deadline: number,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const existing = new Set(await admin.listTopics());
+      const still = missing.filter((t) => !existing.has(t.name));
+      if (still.length === 0) return;
+      // Leaders are awaited by waitForLeaders: kafkajs's own wait gives up on the first
+      // UNKNOWN_TOPIC_OR_PARTITION, which a node that has not yet heard of the topic answers.
+      await admin.createTopics({
+        waitForLeaders: false,
+        topics: still.map((t) => ({
+          topic: t.name,
+          numPartitions: t.partitions,
+          replicationFactor,
+          configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })),
+        })),
+      });
+      return;
+    } catch (err) {
+      if (!isRetriable(err) || Date.now() >= deadline) throw err;
+      await sleep(Math.min(250 * attempt, 2_000));
+    }
+  }
+}
+
+/** Waits up to `deadline` until the cluster has registered `replicationFactor` brokers. */
+async function waitForBrokers(
+  admin: Admin,
+  replicationFactor: number,
+  deadline: number,
+  timeoutMs: number,
+): Promise<void> {
+  let { brokers } = await admin.describeCluster();
+  while (brokers.length < replicationFactor) {
+    if (Date.now() > deadline)
+      throw new AppError(
+        'kafka_unavailable',
+        `${brokers.length} broker(s) registered, default.replication.factor is ${replicationFactor}: ` +
+          `topics not created after ${timeoutMs} ms`,
+      );
+    await sleep(500);
+    ({ brokers } = await admin.describeCluster());
+  }
+}
+
 /**
  * Creates missing topics with their partition counts and configs, and brings existing topics'
  * configs to their definitions (alignConfigs); idempotent. Replicated as the cluster's
  * `default.replication.factor` says; while fewer brokers than that have registered (a cluster
- * still starting), waits up to `waitForBrokersMs` for them, then fails instead of creating
- * under-replicated topics. Returns the topics created.
+ * still starting), waits for them instead of creating under-replicated topics. Returns once every
+ * partition of every topic named has a leader (so producers and consumers find them at once);
+ * retriable errors on the way are tried again, and each wait ends with an error naming what is
+ * missing after `timeoutMs` (60 s). Returns the topics created.
  */
 export async function ensureTopics(
   kafka: Kafka,
   topics: readonly TopicDefinition[],
-  { waitForBrokersMs = 60_000 }: { waitForBrokersMs?: number } = {},
+  { timeoutMs = 60_000 }: { /** @default 60000 */ timeoutMs?: number } = {},
 ): Promise<string[]> {
   const admin = kafka.admin();
   await admin.connect();
   try {
+    const deadline = Date.now() + timeoutMs;
     const existing = new Set(await admin.listTopics());
     await alignConfigs(
       admin,
       topics.filter((t) => existing.has(t.name)),
     );
     const missing = topics.filter((t) => !existing.has(t.name));
-    if (missing.length === 0) return [];
-    const deadline = Date.now() + waitForBrokersMs;
-    let { brokers } = await admin.describeCluster();
-    const asked = brokers[0];
-    if (!asked) throw new AppError('kafka_unavailable', 'the cluster names no broker');
-    const replicationFactor = await configuredReplicationFactor(admin, asked.nodeId);
-    while (brokers.length < replicationFactor) {
-      if (Date.now() > deadline)
-        throw new AppError(
-          'kafka_unavailable',
-          `${brokers.length} broker(s) registered, default.replication.factor is ${replicationFactor}: ` +
-            `topics not created after ${waitForBrokersMs} ms`,
-        );
-      await new Promise((r) => setTimeout(r, 500));
-      ({ brokers } = await admin.describeCluster());
+    if (missing.length > 0) {
+      const { brokers } = await admin.describeCluster();
+      const asked = brokers[0];
+      if (!asked) throw new AppError('kafka_unavailable', 'the cluster names no broker');
+      const replicationFactor = await configuredReplicationFactor(admin, asked.nodeId);
+      await waitForBrokers(admin, replicationFactor, deadline, timeoutMs);
+      await createTopics(admin, missing, replicationFactor, deadline);
     }
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: missing.map((t) => ({
-        topic: t.name,
-        numPartitions: t.partitions,
-        replicationFactor,
-        configEntries: Object.entries(t.config).map(([name, value]) => ({ name, value })),
-      })),
-    });
+    await waitForLeaders(admin, topics, new Set(missing.map((t) => t.name)), deadline, timeoutMs);
     return missing.map((t) => t.name);
   } finally {
     await admin.disconnect();
