@@ -25,6 +25,8 @@ const KEYS = [
   'fuzz_error_shape_ratio',
   'limiter_exact',
   'poison_isolated',
+  'api_stop_s',
+  'materializer_stop_s',
 ];
 
 describe('chaos: make chaos --smoke', () => {
@@ -54,6 +56,9 @@ describe('chaos: make chaos --smoke', () => {
     expect(r.fuzz_error_shape_ratio, readFileSync(join(out, 'results.md'), 'utf8')).toBe(1);
     expect(r.limiter_exact, tail).toBe(true);
     expect(r.poison_isolated, tail).toBe(true);
+    // SIGTERM after the load: the slowest API process and a materializer, each exiting 0.
+    expect(r.api_stop_s as number, tail).toBeLessThan(5);
+    expect(r.materializer_stop_s as number, tail).toBeLessThan(30);
     expect(code, tail).toBe(0);
     const md = readFileSync(join(out, 'results.md'), 'utf8');
     expect(md).toMatch(/^\| key +\| what +\| invariant +\| measured +\| held +\| detail +\|$/m);

@@ -16,10 +16,10 @@ import { freePort, startService, type Service } from './services.js';
 import type { TestStack } from './stack.js';
 
 export const STANDBY_URL = process.env.STANDBY_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5443/skinprices';
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** What each marketplace polls once at the start: every endpoint then has data to answer with. */
-export const REPLICA_PLAN: [MarketSlug, Kind[]][] = [
+const REPLICA_PLAN: [MarketSlug, Kind[]][] = [
   ['cn-a', ['LISTINGS', 'BUYORDERS', 'FLOAT_RANGED', 'FLOAT_BUYORDERS', 'SALES']],
   ['cn-b', ['LISTINGS', 'BUYORDERS', 'FLOAT_BUYORDERS']],
   ['eu-a', ['LISTINGS']],
