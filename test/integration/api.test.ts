@@ -19,14 +19,13 @@ import {
   type Plan,
   type RateLimiter,
 } from '@skinprices/api';
-import type { MarketSlug } from '@skinprices/domain';
 import { SalesExportCache } from '@skinprices/exports';
-import type { Kind } from '@skinprices/marketplaces';
 import { createLogger } from '@skinprices/runtime';
 import { migrate, type Pool } from '@skinprices/store';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  EVERY_ENDPOINT_POLLS,
   projectTopics,
   startMaterializer,
   startPoller,
@@ -37,14 +36,7 @@ import {
 import { itemPageUrlProblems, typeIdProblems } from '../support/contract.js';
 import { TestStack } from '../support/stack.js';
 
-const PLAN: [MarketSlug, Kind[]][] = [
-  ['cn-a', ['LISTINGS', 'BUYORDERS', 'FLOAT_RANGED', 'FLOAT_BUYORDERS', 'SALES']],
-  ['cn-b', ['LISTINGS', 'BUYORDERS', 'FLOAT_BUYORDERS']],
-  ['eu-a', ['LISTINGS']],
-  ['usd-1', ['LISTINGS']],
-  ['store', ['LISTINGS', 'ORDER_BOOK']],
-  ['hist-a', ['HISTORY']],
-];
+const PLAN = EVERY_ENDPOINT_POLLS;
 const TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const DEC = /^\d+(\.\d+)?$/;
 

@@ -16,6 +16,7 @@ import { subscribePriceChanges, type PriceChange } from '../../examples/price-ch
 import { browserFetchJson, curlGet } from '../support/clients.js';
 import { itemPageUrlProblems, typeIdProblems } from '../support/contract.js';
 import { javaSubscriber } from '../support/java-subscriber.js';
+import { eventually } from '../support/eventually.js';
 import { checkContract } from '../support/openapi-contract.js';
 import { TestStack, uniqueName } from '../support/stack.js';
 import { portFree } from '../../infra/local/run-guard.js';
@@ -118,16 +119,6 @@ describe('end to end: make run', () => {
     const res = await fetch(`${api}${path}`, { headers: { 'x-api-key': key } });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
-
-  async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const v = await probe().catch(() => undefined);
-      if (v !== undefined) return v;
-      if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
 
   async function truth(market: string, kind: string): Promise<Record<string, unknown>[]> {
     return (

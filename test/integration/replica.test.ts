@@ -17,26 +17,11 @@ import {
   type ReplicaApi,
   type ReplicaPlatform,
 } from '../support/replica.js';
+import { eventually } from '../support/eventually.js';
 import { TestStack } from '../support/stack.js';
 
 const PER_MINUTE = 12;
 const LISTS = ['cn-a', 'cn-b', 'eu-a'] as const;
-
-/** Polls `probe` until it returns a value; throws with `what` after the deadline. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms (${String(last ?? 'no value')})`);
-    await sleep(200);
-  }
-}
 
 describe('the API on a hot standby', () => {
   const stack = new TestStack();

@@ -32,6 +32,7 @@ import { loadMigrations, migrate, type Pool } from '@skinprices/store';
 import { AssignerProtocol, type Admin } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { materializerEnv, startPoller, startSimulator, type Sim } from '../support/pipeline.js';
+import { eventually } from '../support/eventually.js';
 import { freePort, startService, type Service } from '../support/services.js';
 import { TestStack, uniqueName } from '../support/stack.js';
 
@@ -48,23 +49,6 @@ const PER_MINUTE = 12;
 const HOUR = 3_600_000;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Polls `probe` until it returns a value; throws with `what` (and the last value seen) after the deadline. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 250) {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`${what}: not within ${timeoutMs} ms${lastError ? ` (last error: ${String(lastError)})` : ''}`);
-    await sleep(everyMs);
-  }
-}
 
 /** Redis answers PING (the APIs would otherwise answer every request with an error). */
 async function redisAnswers(url: string): Promise<boolean> {

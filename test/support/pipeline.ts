@@ -85,6 +85,16 @@ export const FAST: Omit<PollerOptions, 'market' | 'intervals' | 'topicSuffix'> =
   historyBackfillDays: 2,
 };
 
+/** What each marketplace polls once at the start: every endpoint then has data to answer with. */
+export const EVERY_ENDPOINT_POLLS: [MarketSlug, Kind[]][] = [
+  ['cn-a', ['LISTINGS', 'BUYORDERS', 'FLOAT_RANGED', 'FLOAT_BUYORDERS', 'SALES']],
+  ['cn-b', ['LISTINGS', 'BUYORDERS', 'FLOAT_BUYORDERS']],
+  ['eu-a', ['LISTINGS']],
+  ['usd-1', ['LISTINGS']],
+  ['store', ['LISTINGS', 'ORDER_BOOK']],
+  ['hist-a', ['HISTORY']],
+];
+
 export async function startPoller(
   stack: TestStack,
   sim: Sim,

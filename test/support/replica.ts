@@ -6,27 +6,24 @@
  */
 import { API_MIGRATIONS_DIR, KeyStore } from '@skinprices/api';
 import type { MarketSlug } from '@skinprices/domain';
-import type { Kind } from '@skinprices/marketplaces';
 import type { Poller } from '@skinprices/poller';
 import { waitForUrl } from '@skinprices/runtime';
 import { createPool, migrate, type Pool } from '@skinprices/store';
 import { SalesExportCache } from '@skinprices/exports';
-import { projectTopics, startMaterializer, startPoller, startSimulator, untilApplied, type Sim } from './pipeline.js';
+import {
+  EVERY_ENDPOINT_POLLS,
+  projectTopics,
+  startMaterializer,
+  startPoller,
+  startSimulator,
+  untilApplied,
+  type Sim,
+} from './pipeline.js';
 import { freePort, startService, type Service } from './services.js';
 import type { TestStack } from './stack.js';
 
 export const STANDBY_URL = process.env.STANDBY_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5443/skinprices';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-/** What each marketplace polls once at the start: every endpoint then has data to answer with. */
-const REPLICA_PLAN: [MarketSlug, Kind[]][] = [
-  ['cn-a', ['LISTINGS', 'BUYORDERS', 'FLOAT_RANGED', 'FLOAT_BUYORDERS', 'SALES']],
-  ['cn-b', ['LISTINGS', 'BUYORDERS', 'FLOAT_BUYORDERS']],
-  ['eu-a', ['LISTINGS']],
-  ['usd-1', ['LISTINGS']],
-  ['store', ['LISTINGS', 'ORDER_BOOK']],
-  ['hist-a', ['HISTORY']],
-];
 
 export interface ReplicaApi {
   name: string;
@@ -63,7 +60,7 @@ export async function standbyCaughtUp(primary: Pool, standby: Pool, timeoutMs = 
 }
 
 /**
- * Starts the pipeline on the primary, polls every kind of REPLICA_PLAN once (so every endpoint
+ * Starts the pipeline on the primary, polls every kind of EVERY_ENDPOINT_POLLS once (so every endpoint
  * has data), issues the keys, and starts the API processes named in `apis`.
  */
 export async function startReplicaPlatform(
@@ -82,7 +79,7 @@ export async function startReplicaPlatform(
   const { name: keysSchema, pool: keysPool } = await stack.schema();
   await startMaterializer(stack, suffix, primary);
   const pollers = new Map<MarketSlug, Poller>();
-  for (const [market, kinds] of REPLICA_PLAN) {
+  for (const [market, kinds] of EVERY_ENDPOINT_POLLS) {
     const { poller } = await startPoller(stack, sim, market, suffix);
     pollers.set(market, poller);
     for (const kind of kinds) await untilApplied(primary, (await poller.runOnce(kind)).marker.cycle_id, 60_000);
