@@ -51,6 +51,13 @@ export const apiConfigSchema = z
         'at start, how long to wait for the read model and key tables this version reads (the materializer and keys-cli migrate them; the API never writes) before exiting',
       ),
     DB_POOL_SIZE: intFromEnv(1, 100).default(8).describe('PostgreSQL connections for reads'),
+    DB_APPLICATION_NAME: z
+      .string()
+      .regex(/^[a-z0-9_-]{1,48}$/)
+      .default('api')
+      .describe(
+        "application_name of the read connections (the key connections add '-keys'): tells processes apart in pg_stat_activity",
+      ),
     WHOLE_READS_AT_ONCE: intFromEnv(1, 64)
       .default(2)
       .describe(

@@ -23,7 +23,7 @@ const keysPool = createPool({
   databaseUrl: config.DATABASE_URL,
   schema: config.KEYS_SCHEMA,
   max: 2,
-  applicationName: 'api-keys',
+  applicationName: `${config.DB_APPLICATION_NAME}-keys`,
 });
 shutdown.register('keys-pool', () => keysPool.end());
 const readPool = createPool({
@@ -31,7 +31,7 @@ const readPool = createPool({
   schema: config.DATABASE_SCHEMA,
   max: config.DB_POOL_SIZE,
   acquireTimeoutMs: config.DB_ACQUIRE_TIMEOUT_MS,
-  applicationName: 'api',
+  applicationName: config.DB_APPLICATION_NAME,
 });
 shutdown.register('read-pool', () => readPool.end());
 // The materializer migrates the read model and keys-cli the key table, on the primary; this
