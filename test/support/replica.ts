@@ -22,7 +22,7 @@ import {
 import { freePort, startService, type Service } from './services.js';
 import type { TestStack } from './stack.js';
 
-export const STANDBY_URL = process.env.STANDBY_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5443/skinprices';
+const STANDBY_URL = process.env.STANDBY_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5443/skinprices';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export interface ReplicaApi {
