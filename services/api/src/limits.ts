@@ -2,35 +2,30 @@
  * Request limits per key: per second (10, spec section 8), per minute and per day, as fixed
  * windows. The per-second window is checked first, and a request refused there does not count
  * against the minute or the day. One API process can count in memory; several must share the
- * counts, through Redis (one Lua script per request: atomic, one round trip).
+ * counts: through Redis (one Lua script per event-loop turn for all its hits: atomic, one round
+ * trip), or, on one machine, through the node:cluster primary (limits-shared.ts).
+ *
+ * Hits of one key that arrive together are counted as one batch (`hitMany`, limits-batch.ts) with
+ * exactly the outcome of the same hits one at a time: the property tests in limits-batch.test.ts
+ * hold it to that against `MemoryRateLimiter.hit`.
  */
 import { Redis } from 'ioredis';
 import { Gauge, type Registry } from 'prom-client';
 import type { ApiKey } from './keys.js';
+import { HitCoalescer, type Batch } from './limits-batch.js';
+import { limitOf, retryAfter, room, WINDOWS, type Admitted, type LimitedKey, type Verdict } from './limits-windows.js';
 
-export type Verdict = { ok: true } | { ok: false; window: 'second' | 'minute' | 'day'; retryAfterS: number };
+export { verdictOf, type Admitted, type LimitedKey, type Verdict } from './limits-windows.js';
 
 export interface RateLimiter {
   hit(key: ApiKey, now?: number): Promise<Verdict>;
   close(): Promise<void>;
 }
 
-const WINDOWS = [
-  ['second', 1_000],
-  ['minute', 60_000],
-  ['day', 86_400_000],
-] as const;
-
-const limitOf = (key: ApiKey, w: (typeof WINDOWS)[number][0]) =>
-  w === 'second' ? key.perSecond : w === 'minute' ? key.perMinute : key.perDay;
-
-/** Whole seconds until the window ends (at least 1: the spec's "retry after 1 second"). */
-const retryAfter = (now: number, ms: number) => Math.max(1, Math.ceil((ms - (now % ms)) / 1000));
-
 export class MemoryRateLimiter implements RateLimiter {
   private readonly counts = new Map<string, { window: number; n: number }>();
 
-  async hit(key: ApiKey, now = Date.now()): Promise<Verdict> {
+  async hit(key: LimitedKey, now = Date.now()): Promise<Verdict> {
     for (const [w, ms] of WINDOWS) {
       const slot = `${key.prefix}:${w}`;
       const window = Math.floor(now / ms);
@@ -42,31 +37,91 @@ export class MemoryRateLimiter implements RateLimiter {
     return { ok: true };
   }
 
+  /**
+   * Counts `n` hits of `key` at `now` at once, synchronously (so atomically): the counters end as
+   * n calls of `hit` would leave them, and `verdictOf` gives each hit the verdict `hit` would have.
+   */
+  hitMany(key: LimitedKey, n: number, now = Date.now()): Admitted {
+    const admitted: number[] = [];
+    let reaching = n;
+    for (const [w, ms] of WINDOWS) {
+      // No hit reaches this window: one at a time, none would have touched its counter either.
+      if (reaching > 0) {
+        const slot = `${key.prefix}:${w}`;
+        const window = Math.floor(now / ms);
+        const c = this.counts.get(slot);
+        const before = c && c.window === window ? c.n : 0;
+        this.counts.set(slot, { window, n: before + reaching });
+        reaching = room(limitOf(key, w), before, reaching);
+      }
+      admitted.push(reaching);
+    }
+    return admitted as unknown as Admitted;
+  }
+
   async close(): Promise<void> {}
 }
 
+/**
+ * One turn's batches at once. KEYS: three per batch (its second, minute and day counters); ARGV:
+ * the three windows' expiries (ms), then per batch its n and its three limits. Each window INCRBYs
+ * what reaches it, and passes on what fits under its limit, as INCR one hit at a time would. The
+ * answer is 0 when every hit of every batch is admitted (the usual case: the shortest reply), else
+ * per batch its three counts.
+ */
 const SCRIPT = `
-for i = 1, 3 do
-  local n = redis.call('INCR', KEYS[i])
-  if n == 1 then redis.call('PEXPIRE', KEYS[i], ARGV[3 + i]) end
-  if n > tonumber(ARGV[i]) then return i end
+local out, all = {}, true
+for b = 0, #KEYS / 3 - 1 do
+  local n = tonumber(ARGV[4 + 4 * b])
+  local full, got = n, {}
+  for i = 1, 3 do
+    if n > 0 then
+      local key = KEYS[3 * b + i]
+      local after = redis.call('INCRBY', key, n)
+      if after == n then redis.call('PEXPIRE', key, ARGV[i]) end
+      local room = tonumber(ARGV[4 + 4 * b + i]) - (after - n)
+      if room < n then n = math.max(room, 0) end
+    end
+    got[i] = n
+  end
+  if n < full then all = false end
+  out[b + 1] = got
 end
-return 0`;
+if all then return 0 end
+return out`;
+
+/** The script's arguments for `batches` (keys first, ioredis's numkeys before them). */
+function scriptArgs(batches: readonly Pick<Batch, 'key' | 'n' | 'now'>[]): (string | number)[] {
+  const keys: string[] = [];
+  const args: number[] = WINDOWS.map(([, ms]) => ms + 1_000);
+  for (const { key, n, now } of batches) {
+    for (const [w, ms] of WINDOWS) keys.push(`sp:rl:${key.prefix}:${w}:${Math.floor(now / ms)}`);
+    args.push(n, ...WINDOWS.map(([w]) => limitOf(key, w)));
+  }
+  return [keys.length, ...keys, ...args];
+}
+
+/** The script's answer as one `Admitted` per batch. */
+const admittedOf = (reply: 0 | number[][], batches: readonly Pick<Batch, 'n'>[]): Admitted[] =>
+  batches.map(({ n }, b) => (reply === 0 ? [n, n, n] : (reply[b] as unknown as Admitted)));
 
 /**
- * Counts in Redis. Without Redis there is no fallback: the client queues commands while it
- * reconnects and fails them after two retries, so every keyed request fails (500) until Redis is
- * back. `api_limiter_redis_up` (in `registry`, the API's) says so at each scrape: 1 while the
+ * Counts in Redis, exact over any number of processes and machines sharing it: the hits of one
+ * event-loop turn go as one script call (limits-batch.ts says why per turn). Without Redis there
+ * is no fallback: the client queues commands while it reconnects and fails them after two retries,
+ * so every keyed request fails (500) until Redis is back; a failed call fails every hit of its
+ * turn. `api_limiter_redis_up` (in `registry`, the API's) says so at each scrape: 1 while the
  * client is connected and its last command did not fail for want of Redis.
  */
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis;
   /** The last command failed without an answer from Redis (closed, refused, retries spent). */
   private lastFailed = false;
+  private readonly batches = new HitCoalescer((batches) => void this.countTurn(batches));
 
   constructor(url: string, registry?: Registry) {
     this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
-    this.redis.defineCommand('spLimit', { numberOfKeys: 3, lua: SCRIPT });
+    this.redis.defineCommand('spLimitMany', { lua: SCRIPT });
     // Reconnected: the failure is over even if no request has come since to prove it.
     this.redis.on('ready', () => (this.lastFailed = false));
     // Without a listener ioredis prints every failed reconnect to stderr, past the logger; the
@@ -88,15 +143,30 @@ export class RedisRateLimiter implements RateLimiter {
     return this.redis.status === 'ready' && !this.lastFailed;
   }
 
-  async hit(key: ApiKey, now = Date.now()): Promise<Verdict> {
-    const keys = WINDOWS.map(([w, ms]) => `sp:rl:${key.prefix}:${w}:${Math.floor(now / ms)}`);
-    const args = [...WINDOWS.map(([w]) => limitOf(key, w)), ...WINDOWS.map(([, ms]) => ms + 1_000)];
-    let over: number;
+  hit(key: LimitedKey, now = Date.now()): Promise<Verdict> {
+    return this.batches.hit(key, now);
+  }
+
+  /** Counts `n` hits of `key` at `now` at once, atomically in Redis (see `Admitted`). */
+  async hitMany(key: LimitedKey, n: number, now = Date.now()): Promise<Admitted> {
+    return (await this.count([{ key, n, now }]))[0]!;
+  }
+
+  private async countTurn(batches: readonly Batch[]): Promise<void> {
     try {
-      over = await (this.redis as unknown as { spLimit(...a: (string | number)[]): Promise<number> }).spLimit(
-        ...keys,
-        ...args,
-      );
+      const admitted = await this.count(batches);
+      batches.forEach((b, i) => b.settle(admitted[i]!));
+    } catch (err) {
+      for (const b of batches) b.fail(err);
+    }
+  }
+
+  private async count(batches: readonly Pick<Batch, 'key' | 'n' | 'now'>[]): Promise<Admitted[]> {
+    let reply: 0 | number[][];
+    try {
+      reply = await (
+        this.redis as unknown as { spLimitMany(...a: (string | number)[]): Promise<0 | number[][]> }
+      ).spLimitMany(...scriptArgs(batches));
       this.lastFailed = false;
     } catch (err) {
       // A ReplyError is Redis answering (a script error): it is reachable. Anything else (the
@@ -104,9 +174,7 @@ export class RedisRateLimiter implements RateLimiter {
       this.lastFailed = !(err instanceof Error && err.name === 'ReplyError');
       throw err;
     }
-    if (over === 0) return { ok: true };
-    const [w, ms] = WINDOWS[over - 1] as (typeof WINDOWS)[number];
-    return { ok: false, window: w, retryAfterS: retryAfter(now, ms) };
+    return admittedOf(reply, batches);
   }
 
   async close(): Promise<void> {
