@@ -6,7 +6,6 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
 
 export interface MetricsServer {
   url: string;
@@ -14,7 +13,11 @@ export interface MetricsServer {
 }
 
 /** Listens on host:port (port 0 picks a free port) and answers `GET /metrics`; anything else is 404. */
-export async function serveMetrics(registry: Registry, host: string, port: number): Promise<MetricsServer> {
+export async function serveMetrics(
+  registry: { metrics(): Promise<string>; contentType: string },
+  host: string,
+  port: number,
+): Promise<MetricsServer> {
   const server: Server = createServer((req, res) => {
     if (req.url !== '/metrics') {
       res.writeHead(404).end();

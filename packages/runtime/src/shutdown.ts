@@ -19,7 +19,10 @@ export class ShutdownManager {
   }
 
   /** Installs the signal handlers; call once from main.ts. */
-  listen(exit: (code: number) => void = (code) => process.exit(code)): void {
+  listen(
+    exit: (code: number) => void = (code) => process.exit(code),
+    signals: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'],
+  ): void {
     const onSignal = (signal: NodeJS.Signals): void => {
       if (this.stopping) {
         this.logger.warn({ signal }, 'second signal: exiting now');
@@ -32,8 +35,7 @@ export class ShutdownManager {
         () => exit(1),
       );
     };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
+    for (const signal of signals) process.on(signal, onSignal);
   }
 
   shutdown(): Promise<void> {

@@ -10,11 +10,19 @@ export const apiConfigSchema = z
     API_PORT: intFromEnv(0, 65_535).default(8080).describe('HTTP port'),
     DATABASE_SCHEMA: schemaName.default('readmodel').describe("the materializer's read-model schema"),
     KEYS_SCHEMA: schemaName.default('api').describe('schema of the API keys (never replayed or swapped)'),
+    API_PROCESSES: z
+      .union([z.literal('auto'), intFromEnv(1, 64)])
+      .default('auto')
+      .describe(
+        'API processes on this machine, sharing API_PORT (node:cluster); auto: one per core. With more than one, rate limits are counted in Redis when REDIS_URL is set, else by the cluster primary',
+      ),
     REDIS_URL: z
       .string()
       .url()
       .optional()
-      .describe('shared rate limits across API processes (e.g. redis://127.0.0.1:6379); unset: in memory'),
+      .describe(
+        'rate limits shared by API processes on several machines (e.g. redis://127.0.0.1:6379); unset: in memory, shared by the processes of one machine through their cluster primary',
+      ),
     STALE_GRACE_S: intFromEnv(0, 86_400)
       .default(60)
       .describe(
