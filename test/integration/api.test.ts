@@ -8,8 +8,10 @@ import { gunzipSync } from 'node:zlib';
 import { Decimal } from 'decimal.js';
 import {
   API_MIGRATIONS_DIR,
+  ApiMetrics,
   buildApp,
   ENDPOINT_IDS,
+  FailedAuthLimiter,
   KeyStore,
   MemoryRateLimiter,
   planFor,
@@ -537,5 +539,142 @@ describe('read API', () => {
       await b.close();
       for (const l of limiters) await l.close();
     }
+  });
+
+  describe('the hot path (search and history over a socket, ahead of the framework)', () => {
+    let live: FastifyInstance;
+    let base: string;
+    const metrics = new ApiMetrics();
+    const hotAnswers = async () => (await metrics.hotAnswers.get()).values[0]?.value ?? 0;
+    const noTime = (body: string) => body.replace(/"timestamp":"[^"]*"/, '"timestamp":"-"');
+    /** Headers that differ by connection or instant only. */
+    const comparable = (h: Record<string, unknown>) => {
+      const { date: _d, connection: _c, 'keep-alive': _k, ...rest } = h;
+      return rest;
+    };
+
+    beforeAll(async () => {
+      // Failed authentications are many here, by design: the address must not be throttled midway.
+      live = buildApp({
+        keys,
+        limiter: new MemoryRateLimiter(),
+        read: new ReadModel(pool),
+        version: () => 0,
+        logger,
+        failedAuth: new FailedAuthLimiter(1_000_000),
+        metrics,
+      });
+      base = await live.listen({ host: '127.0.0.1', port: 0 });
+    });
+    afterAll(() => live.close());
+
+    const cases = () => {
+      const name = encodeURIComponent(item.name);
+      return [
+        `/v1/prices/search?market_hash_name=${name}`,
+        `/v1/prices/search?market_hash_name=${name}&markets=cn-a`,
+        `/v1/prices/search?market_hash_name=${name}&unknown=1`,
+        `/v1/prices/cn-a/history?market_hash_name=${name}`,
+        `/v1/prices/cn-a/history?market_hash_name=${name}&resolution=hourly`,
+        `/v1/prices/cn-a/history?market_hash_name=${name}&resolution=weekly`,
+        `/v1/prices/cn-a/history?market_hash_name=${name}&phase=Phase%202`,
+        `/v1/prices/cn-a/history?market_hash_name=no%20such%20item`,
+        `/v1/prices/cn-a/history?market_hash_name=%20`,
+        `/v1/prices/nowhere/history?market_hash_name=${name}`,
+        `/v1/prices/search?market_hash_name=${name}%00`,
+        `/v1/prices/search?market_hash_name=${name}&market_hash_name=x`,
+      ];
+    };
+
+    it('answers byte for byte as the routes do, whatever the request; answers only what it holds', async () => {
+      for (const url of cases())
+        for (const key of [k.enterprise, k.basic, k.acl, k.disabled, 'sp_nope_nope', ''])
+          for (let round = 0; round < 2; round++) {
+            // The second round finds the answer cached and the key verified: the hot path's case.
+            const headers = key ? { 'x-api-key': key } : ({} as Record<string, string>);
+            const viaSocket = await fetch(`${base}${url}`, { headers });
+            const viaRoutes = await live.inject({ method: 'GET', url, headers });
+            const what = `${url} ${key.slice(0, 8)} round ${round}`;
+            expect(viaSocket.status, what).toBe(viaRoutes.statusCode);
+            expect(noTime(await viaSocket.text()), what).toBe(noTime(viaRoutes.body));
+            expect(comparable(Object.fromEntries(viaSocket.headers)), what).toEqual(
+              comparable(viaRoutes.headers as Record<string, unknown>),
+            );
+          }
+      // Of the cases, these four are the hot path's, each in its second round with a key allowed
+      // them (enterprise and basic): the rest went to the routes.
+      expect(await hotAnswers()).toBe(4 * 2);
+    });
+
+    it('POST /v1/prices/latest: the same answer whatever the body, read by the hot path or not', async () => {
+      const before = await hotAnswers();
+      const names = [item.name, item.name, 'no such item'];
+      const bodies: [string, string][] = [
+        ['application/json', JSON.stringify({ items: names })],
+        ['application/json; charset=utf-8', JSON.stringify({ items: [item.name] })],
+        ['application/json', JSON.stringify({ items: names, markets: 'cn-a,eu-a' })],
+        ['application/json', JSON.stringify({ items: Array.from({ length: 101 }, (_, i) => `x${i}`) })],
+        ['application/json', JSON.stringify({ items: [''] })],
+        ['application/json', JSON.stringify({ items: 'x' })],
+        ['application/json', '{"items": ["a"'],
+        ['application/json', JSON.stringify({ items: ['a\u0000b'] })],
+        ['text/plain', JSON.stringify({ items: names })],
+      ];
+      for (const [type, payload] of bodies)
+        for (const key of [k.enterprise, k.acl, 'sp_nope_nope'])
+          for (let round = 0; round < 2; round++) {
+            const headers = { 'x-api-key': key, 'content-type': type };
+            const viaSocket = await fetch(`${base}/v1/prices/latest`, { method: 'POST', headers, body: payload });
+            const viaRoutes = await live.inject({ method: 'POST', url: '/v1/prices/latest', headers, payload });
+            const what = `${type} ${payload.slice(0, 40)} ${key.slice(0, 8)} round ${round}`;
+            expect(viaSocket.status, what).toBe(viaRoutes.statusCode);
+            expect(noTime(await viaSocket.text()), what).toBe(noTime(viaRoutes.body));
+            expect(comparable(Object.fromEntries(viaSocket.headers)), what).toEqual(
+              comparable(viaRoutes.headers as Record<string, unknown>),
+            );
+          }
+      // The first two bodies with the enterprise key (the ACL key may not POST), once the catalogue
+      // was built by an earlier request.
+      expect((await hotAnswers()) - before).toBeGreaterThanOrEqual(3);
+    });
+
+    it('counts the rate limit once per request, and a refusal is the route 429', async () => {
+      const { secret } = await keys.create({
+        customer: 'hot@example.com',
+        plan: 'basic',
+        perSecond: 1_000,
+        perMinute: 12,
+      });
+      const url = `${base}/v1/prices/search?market_hash_name=${encodeURIComponent(item.name)}`;
+      // One request to verify the key and cache the answer; then the minute holds 11 more.
+      expect((await fetch(url, { headers: { 'x-api-key': secret } })).status).toBe(200);
+      const codes: number[] = [];
+      const refusals: string[] = [];
+      for (let i = 0; i < 14; i++) {
+        const r = await fetch(url, { headers: { 'x-api-key': secret } });
+        codes.push(r.status);
+        if (r.status === 429)
+          refusals.push(
+            `${r.headers.get('retry-after') === null ? 'no' : 'a'} retry-after ${((await r.json()) as { error: { code: string } }).error.code}`,
+          );
+        else await r.arrayBuffer();
+      }
+      expect(codes.filter((c) => c === 200)).toHaveLength(11);
+      expect(refusals).toEqual([
+        'a retry-after rate_limited',
+        'a retry-after rate_limited',
+        'a retry-after rate_limited',
+      ]);
+      // A POST the hot path read is refused as the route refuses it.
+      const post = { 'x-api-key': secret, 'content-type': 'application/json' };
+      const payload = JSON.stringify({ items: [item.name] });
+      const viaSocket = await fetch(`${base}/v1/prices/latest`, { method: 'POST', headers: post, body: payload });
+      const viaRoutes = await live.inject({ method: 'POST', url: '/v1/prices/latest', headers: post, payload });
+      expect([viaSocket.status, viaRoutes.statusCode]).toEqual([429, 429]);
+      expect(await viaSocket.text()).toBe(viaRoutes.body);
+      expect(comparable(Object.fromEntries(viaSocket.headers))).toEqual(
+        comparable(viaRoutes.headers as Record<string, unknown>),
+      );
+    });
   });
 });

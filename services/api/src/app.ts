@@ -5,7 +5,12 @@
  * content-type checks, and each route's JSON schemas (routes/) for validation, serialisation and
  * the OpenAPI document (@fastify/swagger). This module wires those; the endpoints are in routes/.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type ServerOptions,
+  type ServerResponse,
+} from 'node:http';
 import type { Socket } from 'node:net';
 import swagger from '@fastify/swagger';
 import { readTag, type MarketSlug } from '@skinprices/domain';
@@ -29,6 +34,7 @@ import {
   routeMethods,
 } from './edge.js';
 import { ApiError } from './errors.js';
+import { hotPath } from './hot-path.js';
 import type { ApiKey, KeyStore } from './keys.js';
 import { FailedAuthLimiter, type RateLimiter } from './limits.js';
 import { ApiMetrics } from './metrics.js';
@@ -106,6 +112,16 @@ declare module 'fastify' {
 }
 
 const listingTag = (market: string) => readTag('LISTINGS', market);
+type Fallback = (req: IncomingMessage, res: ServerResponse) => void;
+/** What Fastify passes a server factory, of its options (with its defaults applied). */
+type ServerSettings = {
+  http?: ServerOptions;
+  keepAliveTimeout?: number;
+  requestTimeout?: number;
+  connectionTimeout?: number;
+  maxRequestsPerSocket?: number;
+};
+type HotHandler = (req: IncomingMessage, res: ServerResponse, fallback: Fallback) => boolean;
 const FLOAT_RANGED_SLUGS = slugs(FLOAT_RANGED_MARKETS);
 
 /**
@@ -227,8 +243,27 @@ function closeConnectionsWhenDone(app: FastifyInstance, drainMs: number): void {
 }
 
 /** Fastify with our edge rules: one error shape for what Node and the router refuse, JSON bodies only. */
-function createServer(): { app: FastifyInstance; allowFor: (path: string) => string | undefined } {
+function createServer(): {
+  app: FastifyInstance;
+  allowFor: (path: string) => string | undefined;
+  setHotPath: (hot: HotHandler) => void;
+} {
+  let hot: HotHandler | undefined;
   const app = Fastify({
+    // Our server, so that the hot path (hot-path.ts) sees a request before the framework; set up as
+    // Fastify sets up its own (fastify/lib/server.js).
+    serverFactory: (handler, options) => {
+      const fastify: Fallback = handler as Fallback;
+      const o = options as ServerSettings;
+      const server = createHttpServer(o.http ?? {}, (req, res) => {
+        if (!hot?.(req, res, fastify)) fastify(req, res);
+      });
+      server.keepAliveTimeout = o.keepAliveTimeout ?? 72_000;
+      server.requestTimeout = o.requestTimeout ?? 0;
+      server.setTimeout(o.connectionTimeout ?? 0);
+      if ((o.maxRequestsPerSocket ?? 0) > 0) server.maxRequestsPerSocket = o.maxRequestsPerSocket as number;
+      return server;
+    },
     logger: false,
     // A request that reaches us while closing (on a connection already open) is answered in full,
     // with `Connection: close`, rather than with Fastify's own 503 in another shape: the pools
@@ -249,25 +284,22 @@ function createServer(): { app: FastifyInstance; allowFor: (path: string) => str
   // JSON only: a text/plain body is a 415, not a string handed to the handlers.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parseJsonBody);
-  return { app, allowFor: routes.allowFor };
+  return { app, allowFor: routes.allowFor, setHotPath: (h) => (hot = h) };
 }
 
 /** What runs before every handler: the Host rule, latency metrics, the key check, NUL bytes. */
 function addRequestHooks(app: FastifyInstance, deps: AppDeps, metrics: ApiMetrics): void {
-  // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own refusal is an empty 400.
-  app.addHook('onRequest', async (req) => {
-    if (req.raw.httpVersion === '1.1' && req.headers.host === undefined)
-      throw new ApiError(400, 'bad_request', 'an HTTP/1.1 request needs a Host header');
-  });
-  // Every answer's latency by route pattern; 'finish' also fires for hijacked replies.
-  app.addHook('onRequest', async (req, reply) => {
+  // Every answer's latency by route pattern ('finish' also fires for hijacked replies); and
+  // HTTP/1.1 requires Host (RFC 9112 §3.2), where Node's own refusal is an empty 400. One hook
+  // with a callback, not two async ones: each costs a promise per request.
+  app.addHook('onRequest', (req, reply, done) => {
     const t0 = performance.now();
     reply.raw.once('finish', () =>
-      metrics.requests.observe(
-        { route: req.routeOptions.url ?? 'unmatched', method: req.method, status: String(reply.raw.statusCode) },
-        (performance.now() - t0) / 1000,
-      ),
+      metrics.observeRequest(req.routeOptions.url ?? 'unmatched', req.method, reply.raw.statusCode, t0),
     );
+    if (req.raw.httpVersion === '1.1' && req.headers.host === undefined)
+      done(new ApiError(400, 'bad_request', 'an HTTP/1.1 request needs a Host header'));
+    else done();
   });
   // Keys, plans, ACLs, limits: before any handler, and before the schemas look at the request.
   app.addHook(
@@ -332,8 +364,34 @@ function addErrorHandlers(
   });
 }
 
+/** Headers of one connection or instant, which the socket's own response sets. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date']);
+
+/**
+ * A request whose body the hot path read and declined, answered by the framework in this process
+ * (inject: the same method, URL, headers, body and client address), then copied to the socket.
+ */
+function replay(app: FastifyInstance, req: IncomingMessage, res: ServerResponse, body: Buffer): void {
+  app
+    .inject({
+      method: req.method as 'POST',
+      url: req.url ?? '/',
+      headers: req.headers as Record<string, string>,
+      payload: body,
+      remoteAddress: req.socket.remoteAddress ?? '127.0.0.1',
+    })
+    .then(
+      (r) => {
+        const headers = Object.entries(r.headers).filter(([h]) => !HOP_BY_HOP.has(h));
+        res.writeHead(r.statusCode, Object.fromEntries(headers) as Record<string, string>);
+        res.end(r.rawPayload);
+      },
+      () => res.destroy(),
+    );
+}
+
 export function buildApp(deps: AppDeps): FastifyInstance {
-  const { app, allowFor } = createServer();
+  const { app, allowFor, setHotPath } = createServer();
   closeConnectionsWhenDone(app, deps.drainMs ?? 10_000);
   const metrics = deps.metrics ?? new ApiMetrics();
   // Each cached body depends on the tables of one or a few marketplaces: it is rebuilt when a
@@ -374,6 +432,17 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     deps.derived,
   );
   metrics.watchCaches({ bodies, lists, answers, catalogues });
+  setHotPath(
+    hotPath({
+      keys: deps.keys,
+      limiter: deps.limiter,
+      metrics,
+      answers,
+      catalogues,
+      replay: (req, res, body) => replay(app, req, res, body),
+      clock: deps.clock ?? Date.now,
+    }),
+  );
   addRequestHooks(app, deps, metrics);
   addErrorHandlers(app, allowFor, deps.logger, deps.read);
 

@@ -5,7 +5,7 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from './errors.js';
 import type { ApiKey, KeyStore } from './keys.js';
-import type { FailedAuthLimiter, RateLimiter } from './limits.js';
+import type { FailedAuthLimiter, RateLimiter, Verdict } from './limits.js';
 import type { ApiMetrics } from './metrics.js';
 import { keyFromCookie } from './pages/status-page.js';
 import { planFor, planIncludes } from './plans.js';
@@ -40,6 +40,18 @@ const limitText = (key: ApiKey, window: 'second' | 'minute' | 'day') =>
       ? `${key.perMinute} per minute`
       : `${key.perDay} per day`;
 
+/** The limiter's verdict reached by the hot path for a request it handed on (hot-path.ts): used, not counted again. */
+export const DECIDED = Symbol('rate limit verdict');
+
+/** The 429 of a request over one of its key's limits. */
+export const limitRefusal = (key: ApiKey, verdict: Extract<Verdict, { ok: false }>): ApiError =>
+  new ApiError(
+    429,
+    'rate_limited',
+    `rate limit exceeded (${limitText(key, verdict.window)}); retry after ${verdict.retryAfterS} s`,
+    { 'retry-after': String(verdict.retryAfterS) },
+  );
+
 /** The onRequest hook: sets `req.apiKey` on routes with an endpoint id, or throws the refusal. */
 export function authHook(d: AuthDeps) {
   return async (req: FastifyRequest): Promise<void> => {
@@ -69,15 +81,12 @@ export function authHook(d: AuthDeps) {
       throw new ApiError(403, 'plan_required', `this endpoint needs the ${need} plan; the key's plan is ${key.plan}`);
     if (key.allowedEndpoints && !key.allowedEndpoints.includes(endpoint))
       throw new ApiError(403, 'endpoint_not_allowed', `the key is not allowed to call ${endpoint}`);
-    const verdict = await d.limiter.hit(key, d.clock());
+    // A request the hot path handed on was counted there (hot-path.ts): its verdict stands.
+    const decided = (req.raw as unknown as Record<symbol, Promise<Verdict> | undefined>)[DECIDED];
+    const verdict = await (decided ?? d.limiter.hit(key, d.clock()));
     if (!verdict.ok) {
       d.metrics.rateLimited.inc({ window: verdict.window });
-      throw new ApiError(
-        429,
-        'rate_limited',
-        `rate limit exceeded (${limitText(key, verdict.window)}); retry after ${verdict.retryAfterS} s`,
-        { 'retry-after': String(verdict.retryAfterS) },
-      );
+      throw limitRefusal(key, verdict);
     }
     req.apiKey = key;
   };

@@ -252,9 +252,18 @@ export class BodyCache {
  * changes every batch; the freshness budget is seconds). Least recently used entries go first
  * once `maxEntries` or `maxBytes` is reached; single-flight per request key.
  */
+interface AnswerEntry {
+  json: string;
+  /** The JSON as UTF-8, once the hot path asked for it (peekBytes). */
+  bytes?: Buffer;
+  version: number;
+  derived: number;
+  at: number;
+}
+
 export class AnswerCache {
   readonly stats = { hits: 0, misses: 0 };
-  private readonly entries = new Map<string, { json: string; version: number; derived: number; at: number }>();
+  private readonly entries = new Map<string, AnswerEntry>();
   private readonly loading = new Map<string, Promise<string>>();
   private bytesHeld = 0;
 
@@ -265,16 +274,10 @@ export class AnswerCache {
   ) {}
 
   get(key: string, load: () => Promise<unknown>): Promise<string> {
+    const held = this.peek(key);
+    if (held !== undefined) return Promise.resolve(held);
     const v = this.version();
     const d = this.derived?.version() ?? 0;
-    const e = this.entries.get(key);
-    if (e && current(e, v, d, this.limits.minAgeMs, this.derived?.maxLagMs ?? 0)) {
-      // Map order is the LRU order: a hit moves the entry to the end.
-      this.entries.delete(key);
-      this.entries.set(key, e);
-      this.stats.hits++;
-      return Promise.resolve(e.json);
-    }
     this.stats.misses++;
     let p = this.loading.get(key);
     if (!p) {
@@ -290,10 +293,43 @@ export class AnswerCache {
     return p;
   }
 
-  private put(key: string, entry: { json: string; version: number; derived: number; at: number }): void {
+  /** The answer held for `key` if it may still be served (a hit), else undefined (nothing counted). */
+  peek(key: string): string | undefined {
+    return this.hit(key)?.json;
+  }
+
+  /**
+   * As peek, as UTF-8 bytes (made at the first such look): a string written to a socket is encoded
+   * at every write, which cost more than the rest of a small answer.
+   */
+  peekBytes(key: string): Buffer | undefined {
+    const e = this.hit(key);
+    if (!e) return undefined;
+    if (!e.bytes) {
+      e.bytes = Buffer.from(e.json);
+      this.bytesHeld += e.bytes.length;
+    }
+    return e.bytes;
+  }
+
+  private hit(key: string): AnswerEntry | undefined {
+    const e = this.entries.get(key);
+    if (
+      !e ||
+      !current(e, this.version(), this.derived?.version() ?? 0, this.limits.minAgeMs, this.derived?.maxLagMs ?? 0)
+    )
+      return undefined;
+    // Map order is the LRU order: a hit moves the entry to the end.
+    this.entries.delete(key);
+    this.entries.set(key, e);
+    this.stats.hits++;
+    return e;
+  }
+
+  private put(key: string, entry: AnswerEntry): void {
     const old = this.entries.get(key);
     if (old) {
-      this.bytesHeld -= old.json.length;
+      this.bytesHeld -= old.json.length + (old.bytes?.length ?? 0);
       this.entries.delete(key);
     }
     this.entries.set(key, entry);
@@ -301,7 +337,7 @@ export class AnswerCache {
     for (const [k, e] of this.entries) {
       if (this.entries.size <= this.limits.maxEntries && this.bytesHeld <= this.limits.maxBytes) break;
       this.entries.delete(k);
-      this.bytesHeld -= e.json.length;
+      this.bytesHeld -= e.json.length + (e.bytes?.length ?? 0);
     }
   }
 }

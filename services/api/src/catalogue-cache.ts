@@ -27,6 +27,7 @@ export class CatalogueCache {
   private readonly held: (Held | undefined)[];
   /** Reads in flight, per marketplace (single-flight). */
   private readonly reading = new Map<number, Promise<void>>();
+  private readonly everyIndex: readonly number[];
 
   constructor(
     private readonly markets: readonly string[],
@@ -39,6 +40,14 @@ export class CatalogueCache {
   ) {
     this.catalogue = Catalogue.empty(markets);
     this.held = markets.map(() => undefined);
+    this.everyIndex = markets.map((_, i) => i);
+  }
+
+  /** The combined catalogue when every marketplace's part is current (a hit), else undefined (nothing counted). */
+  peek(): Catalogue | undefined {
+    if (this.staleOf(this.everyIndex, this.minAgeMs).length > 0) return undefined;
+    this.stats.hits++;
+    return this.catalogue;
   }
 
   /**

@@ -190,6 +190,13 @@ export class ApiMetrics {
     buckets: [1, 10, 100, 1_000, 10_000, 100_000],
     registers: [this.registry],
   });
+  readonly hotAnswers = new Counter({
+    name: 'api_hot_path_answers_total',
+    help: 'Answers served by the hot path from prepared bytes, ahead of the framework (search and history; the rest of api_request_duration_seconds went through the routes)',
+    registers: [this.registry],
+  });
+  /** The histogram's series by route, method and status: a label object hashed per request cost more. */
+  private readonly requestSeries = new Map<string, { observe(seconds: number): void }>();
   /** The caches whose own counters are reported at scrape time (they count without knowing of Prometheus). */
   private caches: Record<string, { stats: CacheStats }> = {};
 
@@ -240,6 +247,17 @@ export class ApiMetrics {
     });
   }
 
+  /** One answer of `route` (its pattern), finished now, begun at `t0` (performance.now()). */
+  observeRequest(route: string, method: string, status: number, t0: number): void {
+    const name = `${route} ${method} ${status}`;
+    let series = this.requestSeries.get(name);
+    if (series === undefined) {
+      series = this.requests.labels(route, method, String(status));
+      this.requestSeries.set(name, series);
+    }
+    series.observe((performance.now() - t0) / 1000);
+  }
+
   watchCaches(caches: Record<string, { stats: CacheStats }>): void {
     this.caches = caches;
   }
@@ -277,6 +295,9 @@ export class ApiMetrics {
       name: 'api_status_up',
       help: 'Whether the status report (what /v1/status answers) loaded for this scrape: 1, or 0 when its queries failed or took too long; without it the api_* status series are absent',
       registers: [this.registry],
+      // Summed over a cluster's workers (cluster.ts), each of which loads the report: any one
+      // failing is a failure, and the others' series read the same database.
+      aggregator: 'min',
       async collect() {
         this.set((await report()) ? 1 : 0);
       },
@@ -287,6 +308,8 @@ export class ApiMetrics {
         help,
         labelNames: labels,
         registers: [this.registry],
+        // Every worker reads the same database; the worst of their readings is the one to alert on.
+        aggregator: 'max',
         async collect() {
           const r = await report();
           clear(this);

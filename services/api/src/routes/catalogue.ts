@@ -13,7 +13,8 @@ import { CATALOGUE_MARKETS, CATALOGUE_SLUGS, LISTING_MARKETS, slugs } from './ex
 import { catalogueAnswer, closed, keyFields, oneShapeOf, responses, searchRowSchema } from './schemas.js';
 import { envelopeTail, keyOf, sendBody, sendJson } from './send.js';
 
-const ITEMS_OPEN = Buffer.from('{"items":');
+/** The start of the catalogue's answer (hot-path.ts's too). */
+export const ITEMS_OPEN = Buffer.from('{"items":');
 const SEARCH_SLUGS = slugs(LISTING_MARKETS);
 const Catalogue = catalogueAnswer(CATALOGUE_MARKETS);
 
@@ -47,6 +48,13 @@ const SEARCH = {
     }),
   }),
 };
+
+/** The search answer up to its cached rows (hot-path.ts's too); the envelope's tail follows them. */
+export const searchHead = (name: string) => `{"market_hash_name":${JSON.stringify(name)},"data":`;
+
+/** The answer cache's name of a search's rows. */
+export const searchEntry = (name: string, markets: readonly string[]) =>
+  `search\u0000${name}\u0000${markets.join(',')}`;
 
 export function registerCatalogueRoutes(app: FastifyInstance, ctx: RouteContext): void {
   const everyMarket = CATALOGUE_SLUGS.join(',');
@@ -105,13 +113,8 @@ export function registerCatalogueRoutes(app: FastifyInstance, ctx: RouteContext)
     async (req, reply) => {
       const name = req.query.market_hash_name;
       const markets = parseMarkets(req.query.markets, SEARCH_SLUGS);
-      const data = await ctx.answers.get(`search\u0000${name}\u0000${markets.join(',')}`, () =>
-        ctx.read.search(name, markets),
-      );
-      return sendJson(
-        reply,
-        `{"market_hash_name":${JSON.stringify(name)},"data":${data}${envelopeTail(keyOf(req), undefined, Date.now())}`,
-      );
+      const data = await ctx.answers.get(searchEntry(name, markets), () => ctx.read.search(name, markets));
+      return sendJson(reply, `${searchHead(name)}${data}${envelopeTail(keyOf(req), undefined, Date.now())}`);
     },
   );
 }

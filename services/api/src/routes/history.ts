@@ -23,6 +23,16 @@ const head = {
   phase: Type.String(),
 };
 
+/** The answer cache's name of a history's points. */
+export const historyEntry = (market: MarketSlug, name: string, phase: string, resolution: string) =>
+  `history\u0000${market}\u0000${name}\u0000${phase}\u0000${resolution}`;
+
+/** The history answer up to its cached points (hot-path.ts's too); the envelope's tail follows them. */
+export function historyHead(market: MarketSlug, name: string, phase: string, resolution: string): string {
+  const top = { market, currency: getMarket(market).currency, market_hash_name: name, phase, resolution };
+  return `${JSON.stringify(top).slice(0, -1)},"points":`;
+}
+
 export function registerHistoryRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.get<{
     Params: { market: MarketSlug };
@@ -56,17 +66,14 @@ export function registerHistoryRoutes(app: FastifyInstance, ctx: RouteContext): 
       const name = req.query.market_hash_name;
       const phase = req.query.phase ?? '';
       const resolution = req.query.resolution;
-      const points = await ctx.answers.get(`history\u0000${market}\u0000${name}\u0000${phase}\u0000${resolution}`, () =>
+      const points = await ctx.answers.get(historyEntry(market, name, phase, resolution), () =>
         ctx.read.history(market, name, phase, resolution),
       );
       // No points: a typo must not look like "no data". Only a name never seen is a 404.
       if (points === '[]' && (await ctx.answers.get(`known\u0000${name}`, () => ctx.read.knowsItem(name))) === 'false')
         throw new ApiError(404, 'not_found', `no item named '${name}' was ever listed or imported (names are exact)`);
-      const top = { market, currency: getMarket(market).currency, market_hash_name: name, phase, resolution };
-      return sendJson(
-        reply,
-        `${JSON.stringify(top).slice(0, -1)},"points":${points}${envelopeTail(keyOf(req), undefined, Date.now())}`,
-      );
+      const tail = envelopeTail(keyOf(req), undefined, Date.now());
+      return sendJson(reply, `${historyHead(market, name, phase, resolution)}${points}${tail}`);
     },
   );
 }

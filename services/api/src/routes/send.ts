@@ -11,8 +11,8 @@ import type { ApiKey } from '../keys.js';
  * caller's customer and plan, so a shared cache must keep one copy per key: hence `Vary` on both
  * key headers (and on Accept-Encoding, for the gzip and plain forms).
  */
-const CACHE_CONTROL = 'public, max-age=30';
-const VARY = 'accept-encoding, x-api-key, authorization';
+export const CACHE_CONTROL = 'public, max-age=30';
+export const VARY = 'accept-encoding, x-api-key, authorization';
 
 /**
  * A marketplace list's answer header: when the marketplace's whole list was last confirmed
@@ -32,9 +32,25 @@ export const keyFieldsOf = (req: FastifyRequest, at = Date.now()) => ({
   timestamp: new Date(at).toISOString(),
 });
 
+/** `,"requestor":…,"plan":…` per key object (a key edit loads new objects): serialised once. */
+const keyParts = new WeakMap<ApiKey, string>();
+/** The last instant's ISO string: requests within one millisecond share it. */
+let lastInstant = { at: Number.NaN, iso: '' };
+
+const isoAt = (at: number): string => {
+  if (at !== lastInstant.at) lastInstant = { at, iso: JSON.stringify(new Date(at).toISOString()) };
+  return lastInstant.iso;
+};
+
 /** The end of a cached body's JSON: optional `source`, then who asked and when, and the closing brace. */
-export const envelopeTail = (key: ApiKey, source: string | undefined, at: number) =>
-  `${source === undefined ? '' : `,"source":${JSON.stringify(source)}`},"requestor":${JSON.stringify(key.customer)},"plan":${JSON.stringify(key.plan)},"timestamp":${JSON.stringify(new Date(at).toISOString())}}`;
+export function envelopeTail(key: ApiKey, source: string | undefined, at: number): string {
+  let who = keyParts.get(key);
+  if (who === undefined) {
+    who = `,"requestor":${JSON.stringify(key.customer)},"plan":${JSON.stringify(key.plan)}`;
+    keyParts.set(key, who);
+  }
+  return `${source === undefined ? '' : `,"source":${JSON.stringify(source)}`}${who},"timestamp":${isoAt(at)}}`;
+}
 
 /**
  * If-None-Match as RFC 9110 §13.1.2 reads it: a list of tags, or `*`, compared weakly (`W/"x"`
