@@ -3,7 +3,7 @@
  * statistics, child processes that die with the benchmark, RSS, wrk and nginx.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,7 +27,15 @@ export interface BenchArgs {
   profileDir: string | undefined;
 }
 
-export function benchArgs(name: string, defaults: { seconds?: number } = {}): BenchArgs {
+export function benchArgs<Extra extends string = never>(
+  name: string,
+  defaults: {
+    seconds?: number;
+    /** A benchmark's own options, each a positive integer, by name with its default. */
+    ints?: Record<Extra, number>;
+  } = {},
+): BenchArgs & { ints: Record<Extra, number> } {
+  const extra = Object.entries<number>(defaults.ints ?? ({} as Record<Extra, number>));
   const { values } = parseArgs({
     options: {
       size: { type: 'string', default: '35000' },
@@ -35,6 +43,7 @@ export function benchArgs(name: string, defaults: { seconds?: number } = {}): Be
       seconds: { type: 'string', default: String(defaults.seconds ?? 10) },
       out: { type: 'string', default: `bench/results/${name}.json` },
       profile: { type: 'string' },
+      ...Object.fromEntries(extra.map(([k, v]) => [k, { type: 'string', default: String(v) } as const])),
     },
     strict: true,
   });
@@ -49,6 +58,9 @@ export function benchArgs(name: string, defaults: { seconds?: number } = {}): Be
     seconds: int('seconds', values.seconds),
     out: values.out as string,
     profileDir: values.profile,
+    ints: Object.fromEntries(
+      extra.map(([k]) => [k, int(k, (values as Record<string, string | undefined>)[k])]),
+    ) as Record<Extra, number>,
   };
 }
 
@@ -135,6 +147,27 @@ export async function stopProcess(child: ChildProcess, graceMs = 15_000): Promis
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * Every descendant of `pid` (a cluster primary's workers, theirs in turn), from the kernel's
+ * per-thread lists of children; a process gone meanwhile is skipped.
+ */
+export function descendants(pid: number): number[] {
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const children = tasks.flatMap((t) => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  });
+  return children.flatMap((c) => [c, ...descendants(c)]);
 }
 
 export function rssMb(pid: number): number {
@@ -249,15 +282,16 @@ export async function wrk(
 // ---- nginx --------------------------------------------------------------------------------------
 
 /**
- * nginx (one worker, like the one Node process) serving fixed bytes at fixed paths. `sendfile`
- * picks how: the kernel's sendfile (best for small bodies here) or reads into one buffer as large
- * as the largest body and writes it (nearly twice as fast for megabyte bodies on this loopback);
- * a benchmark runs both and takes the faster as the limit.
+ * nginx serving fixed bytes at fixed paths, with `workers` worker processes (as many as the Node
+ * processes it is compared with; default 1). `sendfile` picks how: the kernel's sendfile (best for
+ * small bodies here) or reads into one buffer as large as the largest body and writes it (nearly
+ * twice as fast for megabyte bodies on this loopback); a benchmark runs both and takes the faster
+ * as the limit.
  */
 export async function startNginx(
   port: number,
   files: { path: string; body: Buffer; headers: Record<string, string> }[],
-  opts: { sendfile: boolean } = { sendfile: true },
+  opts: { sendfile: boolean; workers?: number } = { sendfile: true },
 ): Promise<ChildProcess> {
   requireTool('nginx', 'nginx-light');
   const dir = mkdtempSync(join(tmpdir(), 'bench-nginx-'));
@@ -271,7 +305,7 @@ export async function startNginx(
   });
   writeFileSync(
     join(dir, 'nginx.conf'),
-    `worker_processes 1;
+    `worker_processes ${opts.workers ?? 1};
 daemon off;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;

@@ -33,12 +33,16 @@ describe('bench: make bench --smoke', () => {
       'api_ratio',
       'replay_vs_ingest',
       'materialize_write_set_ratio',
+      'post_latest_vs_floor',
+      'search_vs_floor',
+      'history_vs_floor',
     ];
     const positive = [
       'api_p99_ms',
       'cold_catalogue_s',
       'freshness_p99_s',
       'api_rss_mb',
+      'api_rss_total_mb',
       'post_latest_p99_ms',
       'api_p99_vs_nginx',
       'post_latest_p99_vs_nginx',
@@ -72,7 +76,7 @@ describe('bench: make bench --smoke', () => {
     expect(written).toBe(await formatted('bench/results.md', written));
     const md = written.replace(/ {2,}/g, ' ');
     expect(md).toContain('| what | target | measured (median) | ratio | met | detail |');
-    expect(md.match(/^\| .* \| [≥≤=] /gm)?.length).toBe(20);
+    expect(md.match(/^\| .* \| [≥≤=] /gm)?.length).toBe(23);
     expect(md).toContain('## Topic growth at the full catalogue');
     expect(md).not.toContain('not measured');
   }, 900_000);
