@@ -34,7 +34,7 @@ import {
   routeMethods,
 } from './edge.js';
 import { ApiError } from './errors.js';
-import { hotPath } from './hot-path.js';
+import { hotPath, preparedPosts } from './hot-path.js';
 import type { ApiKey, KeyStore } from './keys.js';
 import { FailedAuthLimiter, type RateLimiter } from './limits.js';
 import { ApiMetrics } from './metrics.js';
@@ -439,6 +439,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       metrics,
       answers,
       catalogues,
+      posts: preparedPosts(),
       replay: (req, res, body) => replay(app, req, res, body),
       clock: deps.clock ?? Date.now,
     }),

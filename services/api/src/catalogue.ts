@@ -68,6 +68,7 @@ const CLOSE = Buffer.from('}');
 const COMMA = Buffer.from(',');
 const EMPTY = Buffer.alloc(0);
 const COMMA_BYTE = 0x2c;
+const OPEN_BYTE = 0x7b;
 
 /** How one member of a splice is made: its head, the runs it keeps, the shard's entry (-1: none), its size. */
 interface MemberPlan {
@@ -112,6 +113,20 @@ export class Catalogue {
   member(key: string): Buffer | undefined {
     const i = this.index.get(key);
     return i === undefined ? undefined : this.bytes.subarray(this.ends[i], this.ends[i + 1]);
+  }
+
+  /** The position of `key`'s member, for memberLength and copyMember; undefined: no such item. */
+  positionOf(key: string): number | undefined {
+    return this.index.get(key);
+  }
+
+  memberLength(i: number): number {
+    return (this.ends[i + 1] as number) - (this.ends[i] as number);
+  }
+
+  /** Copies member `i` into `target` at `at`; returns where it ends there. */
+  copyMember(i: number, target: Buffer, at: number): number {
+    return at + this.bytes.copy(target, at, this.ends[i], this.ends[i + 1]);
   }
 
   /**
@@ -388,6 +403,7 @@ export function itemsJson(
   tail: Buffer = EMPTY,
   markets?: readonly number[],
 ): Buffer {
+  if (!markets) return membersInto(catalogue, only ?? catalogue.keys(), head, tail, (n) => Buffer.allocUnsafe(n));
   const parts: Buffer[] = [head, OPEN];
   let n = 0;
   for (const k of only ?? catalogue.keys()) {
@@ -398,4 +414,36 @@ export function itemsJson(
   }
   parts.push(CLOSE, tail);
   return Buffer.concat(parts);
+}
+
+/**
+ * itemsJson with every marketplace, written into a buffer of `alloc` (the hot path's are reused,
+ * hot-path.ts): the members are copied straight from the catalogue's bytes, sized first, so the
+ * answer costs one allocation and one copy.
+ */
+export function membersInto(
+  catalogue: Catalogue,
+  keys: Iterable<string>,
+  head: Buffer,
+  tail: Buffer,
+  alloc: (bytes: number) => Buffer,
+): Buffer {
+  const found: number[] = [];
+  let size = head.length + 2 + tail.length;
+  for (const k of keys) {
+    const i = catalogue.positionOf(k);
+    if (i === undefined) continue;
+    size += catalogue.memberLength(i) + (found.length > 0 ? 1 : 0);
+    found.push(i);
+  }
+  const out = alloc(size);
+  let at = head.copy(out, 0);
+  out[at++] = OPEN_BYTE;
+  for (let j = 0; j < found.length; j++) {
+    if (j > 0) out[at++] = COMMA_BYTE;
+    at = catalogue.copyMember(found[j] as number, out, at);
+  }
+  out[at++] = CLOSE_BYTE;
+  at += tail.copy(out, at);
+  return out.subarray(0, at);
 }

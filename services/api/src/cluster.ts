@@ -68,7 +68,9 @@ export class ApiPrimary {
   }
 
   private fork(): void {
-    const worker = cluster.fork();
+    // glibc gives each thread that allocates (libuv's pool compresses the bodies) an arena of its
+    // own, which keeps freed pages resident; two bound it, per worker, under the 512 MB budget.
+    const worker = cluster.fork({ MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' });
     this.workers.add(worker);
   }
 

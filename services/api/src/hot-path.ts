@@ -15,12 +15,13 @@ import type { MarketSlug } from '@skinprices/domain';
 import { parse } from 'fast-querystring';
 import { DECIDED, limitRefusal } from './auth.js';
 import type { AnswerCache } from './bodies.js';
-import { itemsJson } from './catalogue.js';
+import { membersInto, type Catalogue } from './catalogue.js';
 import type { CatalogueCache } from './catalogue-cache.js';
 import type { ApiError } from './errors.js';
 import type { KeyStore } from './keys.js';
 import type { RateLimiter, Verdict } from './limits.js';
 import type { ApiMetrics } from './metrics.js';
+import { OutputBuffers } from './out-buffers.js';
 import { planFor, planIncludes, type EndpointId } from './plans.js';
 import { ITEMS_OPEN, searchEntry, searchHead } from './routes/catalogue.js';
 import { HISTORY_MARKETS, LISTING_MARKETS, slugs } from './routes/exposure.js';
@@ -33,6 +34,8 @@ export interface HotPathDeps {
   metrics: ApiMetrics;
   answers: AnswerCache;
   catalogues: CatalogueCache;
+  /** POST latest's blocks by body (PreparedPosts), made by preparedPosts(). */
+  posts: PreparedPosts;
   /**
    * Answers a request whose body this path read and then declined, through the framework in this
    * process (app.ts: Fastify's inject with the same method, URL, headers, body and address).
@@ -42,6 +45,17 @@ export interface HotPathDeps {
 }
 
 type Fallback = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** The process's buffers for hot answers: one set for every app (buffers are not tied to one). */
+const OUT = new OutputBuffers();
+const EMPTY: Buffer = Buffer.alloc(0);
+
+/** What sendJson sets on an answer, in its order (content-length follows). */
+const JSON_HEADERS = {
+  'cache-control': CACHE_CONTROL,
+  vary: VARY,
+  'content-type': 'application/json; charset=utf-8',
+} as const;
 
 /** The body limit of every route (app.ts): a longer one is the framework's 413. */
 const MAX_BODY = 64 * 1024;
@@ -141,8 +155,13 @@ export function hotPath(d: HotPathDeps): (req: IncomingMessage, res: ServerRespo
     verdict.then(
       (v) => {
         if (!v.ok) return handOn(req, res, verdict, fallback);
-        const tail = envelopeTail(key, undefined, Date.now());
-        send(res, Buffer.concat([Buffer.from(plan.head), cached, Buffer.from(tail)]), plan.route, t0, d.metrics);
+        const head = Buffer.from(plan.head);
+        const tail = Buffer.from(envelopeTail(key, undefined, Date.now()));
+        const out = OUT.take(head.length + cached.length + tail.length);
+        let at = head.copy(out);
+        at += cached.copy(out, at);
+        at += tail.copy(out, at);
+        send(res, out, at, plan.route, t0, d.metrics, 'GET');
       },
       () => handOn(req, res, verdict, fallback),
     );
@@ -171,10 +190,10 @@ function takeLatestPost(req: IncomingMessage, res: ServerResponse, d: HotPathDep
 }
 
 /** The route's body, exactly: `{"items": [...]}` of at most 100 names of 1 to 300 characters, no NUL. */
-function latestItems(body: Buffer): string[] | undefined {
+function latestItems(body: string): string[] | undefined {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body.toString());
+    parsed = JSON.parse(body);
   } catch {
     return undefined;
   }
@@ -185,6 +204,44 @@ function latestItems(body: Buffer): string[] | undefined {
   return ok ? [...new Set(items as string[])] : undefined;
 }
 
+/**
+ * `{"items":{…}` of a body, from the catalogue it was assembled from: a watchlist asked for again
+ * (a bot polls the same 100 names) is sent from these bytes, neither parsed, looked up nor copied
+ * again while the catalogue holds. Any splice makes a new catalogue, so an entry never outlives its
+ * data. Bounded by bytes; least recently used first out.
+ */
+class PreparedPosts {
+  private readonly entries = new Map<string, { catalogue: Catalogue; bytes: Buffer }>();
+  private bytesHeld = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** The block of `body`, current for `catalogue`; undefined: the body is not one the route accepts. */
+  get(body: string, catalogue: Catalogue): Buffer | undefined {
+    const held = this.entries.get(body);
+    if (held) {
+      this.entries.delete(body);
+      this.bytesHeld -= held.bytes.length;
+      if (held.catalogue === catalogue) return this.keep(body, held);
+    }
+    const items = latestItems(body);
+    if (!items) return undefined;
+    const bytes = membersInto(catalogue, items, ITEMS_OPEN, EMPTY, (n) => Buffer.allocUnsafeSlow(n));
+    return this.keep(body, { catalogue, bytes });
+  }
+
+  private keep(body: string, e: { catalogue: Catalogue; bytes: Buffer }): Buffer {
+    this.entries.set(body, e);
+    this.bytesHeld += e.bytes.length;
+    for (const [k, old] of this.entries) {
+      if (this.bytesHeld <= this.maxBytes) break;
+      this.entries.delete(k);
+      this.bytesHeld -= old.bytes.length;
+    }
+    return e.bytes;
+  }
+}
+
 function answerLatestPost(
   req: IncomingMessage,
   res: ServerResponse,
@@ -192,24 +249,30 @@ function answerLatestPost(
   t0: number,
   body: Buffer,
 ): boolean {
-  const items = latestItems(body);
   const now = d.clock();
-  const key = items && d.keys.verifiedNow(presented(req), now);
-  if (!items || !key || !planIncludes(key.plan, planFor('POST /v1/prices/latest'))) return false;
+  const key = d.keys.verifiedNow(presented(req), now);
+  if (!key || !planIncludes(key.plan, planFor('POST /v1/prices/latest'))) return false;
   if (key.allowedEndpoints && !key.allowedEndpoints.includes('POST /v1/prices/latest')) return false;
   const catalogue = d.catalogues.peek();
-  if (!catalogue) return false;
+  const block = catalogue && d.posts.get(body.toString(), catalogue);
+  if (!block) return false;
   // A replayed request is a new one to the framework, which cannot be told a verdict: a refusal is
   // written here as the error handler writes it (app.ts), and a failed count is left to the replay.
   d.limiter.hit(key, now).then(
     (v) => {
-      if (v.ok) {
-        const tail = Buffer.from(envelopeTail(key, undefined, Date.now()));
-        send(res, itemsJson(catalogue, items, ITEMS_OPEN, tail), '/v1/prices/latest', t0, d.metrics, 'POST');
-        return;
+      if (!v.ok) {
+        d.metrics.rateLimited.inc({ window: v.window });
+        return refuse(res, limitRefusal(key, v), t0, d.metrics);
       }
-      d.metrics.rateLimited.inc({ window: v.window });
-      refuse(res, limitRefusal(key, v), t0, d.metrics);
+      const tail = Buffer.from(envelopeTail(key, undefined, Date.now()));
+      d.metrics.hotAnswers.inc();
+      res.once('finish', () => d.metrics.observeRequest('/v1/prices/latest', 'POST', res.statusCode, t0));
+      res.writeHead(200, { ...JSON_HEADERS, 'content-length': block.length + tail.length });
+      // One write of both parts (a writev): the block is shared by every answer of its body.
+      res.cork();
+      res.write(block);
+      res.end(tail);
+      res.uncork();
     },
     () => d.replay(req, res, body),
   );
@@ -229,15 +292,27 @@ function refuse(res: ServerResponse, e: ApiError, t0: number, metrics: ApiMetric
   res.end(body);
 }
 
-/** The headers sendJson gives the same answer, in its order. */
-function send(res: ServerResponse, body: Buffer, route: string, t0: number, metrics: ApiMetrics, method = 'GET'): void {
+/**
+ * The first `length` bytes of `out` (a buffer of OUT), with the headers sendJson gives the same
+ * answer, in its order; `out` is used again once the socket has taken them.
+ */
+function send(
+  res: ServerResponse,
+  out: Buffer,
+  length: number,
+  route: string,
+  t0: number,
+  metrics: ApiMetrics,
+  method: string,
+): void {
   metrics.hotAnswers.inc();
-  res.once('finish', () => metrics.observeRequest(route, method, res.statusCode, t0));
-  res.writeHead(200, {
-    'cache-control': CACHE_CONTROL,
-    vary: VARY,
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': body.length,
+  res.once('finish', () => {
+    OUT.give(out);
+    metrics.observeRequest(route, method, res.statusCode, t0);
   });
-  res.end(body);
+  res.writeHead(200, { ...JSON_HEADERS, 'content-length': length });
+  res.end(out.subarray(0, length));
 }
+
+/** POST latest's prepared blocks, at most `maxBytes` of them (per process). */
+export const preparedPosts = (maxBytes = 16 * 1024 * 1024) => new PreparedPosts(maxBytes);
