@@ -169,6 +169,8 @@ export async function startApi(env: {
         API_HOST: '127.0.0.1',
         API_PORT: String(port),
         LOG_LEVEL: 'error',
+        // API_PROCESSES left at its default (a cluster primary and a worker per core), as deployed:
+        // without Redis the limiter scenario's counts are then the primary's, shared by the workers.
         ...env.extra,
       },
       undefined,

@@ -100,6 +100,8 @@ describe('stopping the API', () => {
       API_PORT: String(port),
       METRICS_PORT: String(metricsPort),
       LOG_LEVEL: 'info',
+      // API_PROCESSES left at its default, as deployed: the SIGTERM goes to the cluster primary,
+      // which stops its workers (each one's drain is what this guards) and serves the metrics.
     });
     stack.defer(async () => void (await api.stop()));
     origin = `http://127.0.0.1:${port}`;

@@ -55,6 +55,9 @@ describe('an API without LISTEN', () => {
       DB_LISTEN: 'false',
       // Its own name: other tests' API processes (which do LISTEN) may share the server.
       DB_APPLICATION_NAME: APP,
+      // One process: the connections counted under its name are then all of the API's, not those
+      // of whichever cluster workers had started when the port first answered.
+      API_PROCESSES: '1',
       LOG_LEVEL: 'warn',
     });
     stack.defer(async () => void (await api.stop()));

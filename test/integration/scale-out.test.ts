@@ -434,6 +434,8 @@ describe('scale-out: two materializers in one group, two APIs with shared limits
           API_PORT: String(port),
           REDIS_URL,
           LOG_LEVEL: 'warn',
+          // API_PROCESSES left at its default: each API a cluster of workers, as deployed, so the
+          // limit below is shared by every worker of both through Redis.
         });
         stack.defer(async () => void (await service.stop()));
         started.push(service);

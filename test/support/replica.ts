@@ -105,6 +105,7 @@ export async function startReplicaPlatform(
       API_PORT: String(port),
       REDIS_URL,
       LOG_LEVEL: 'warn',
+      // API_PROCESSES left at its default: each API a cluster of workers, as deployed.
     });
     stack.defer(async () => void (await service.stop()));
     const url = `http://127.0.0.1:${port}`;

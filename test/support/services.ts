@@ -24,8 +24,10 @@ export interface Service {
   stop: () => Promise<number | null>;
 }
 
-export function startService(name: string, main: string, env: Record<string, string>): Service {
+/** `env` over this process's environment; a variable given as undefined is unset. */
+export function startService(name: string, main: string, env: Record<string, string | undefined>): Service {
   const child = spawn(process.execPath, ['--import', 'tsx', main], {
+    // spawn leaves out variables whose value is undefined.
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
