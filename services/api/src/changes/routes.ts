@@ -17,7 +17,7 @@ import { LISTING_MARKETS, slugs } from '../routes/exposure.js';
 import { closed, DecOrNull, IntOrNull, keyFields, responses, Ts } from '../routes/schemas.js';
 import { formatCursor, parseCursor, startAfter } from './cursor.js';
 import type { ChangeLog, ChangeRow, LogState } from './log.js';
-import { StreamSlots, type ChangeWaker } from './waker.js';
+import { StreamSlots, type ChangeWaker, type StreamSlotCounter } from './waker.js';
 
 /** Marketplaces whose listing changes are logged. */
 const FEED_MARKETS: readonly MarketSlug[] = slugs(LISTING_MARKETS);
@@ -97,6 +97,8 @@ export interface ChangeRouteOptions {
   pollMs?: number;
   /** A comment line keeps idle streams open through proxies. @default 15000 */
   keepAliveMs?: number;
+  /** Open streams per key. @default this process's (StreamSlots); a cluster worker's: the machine's */
+  slots?: StreamSlotCounter;
 }
 
 /** One change as customers see it; `cursor` continues after it. */
@@ -125,7 +127,7 @@ function startOf(value: unknown, name: string, log: LogState, absent: bigint): b
 }
 
 export function registerChangeRoutes(app: FastifyInstance, o: ChangeRouteOptions): void {
-  const slots = new StreamSlots((plan) => STREAMS_PER_KEY[plan] ?? 0);
+  const slots = o.slots ?? new StreamSlots();
   const q = (req: FastifyRequest) => req.query as FeedQuery;
   const key = (req: FastifyRequest) => req.apiKey as ApiKey;
   // preClose, not onClose: the server's close waits for open responses, and a stream never ends
@@ -172,11 +174,12 @@ export function registerChangeRoutes(app: FastifyInstance, o: ChangeRouteOptions
           ? startOf(lastId, 'Last-Event-ID', log, log.head)
           : startOf(q(req).since, 'since', log, log.head);
       const k = key(req);
-      if (!slots.take(k.id, k.plan))
+      const limit = STREAMS_PER_KEY[k.plan] ?? 0;
+      if (!(await takeSlot(slots, k.id, limit, req)))
         throw new ApiError(
           429,
           'too_many_streams',
-          `this key already has ${STREAMS_PER_KEY[k.plan] ?? 0} open streams (its plan's limit); close one first`,
+          `this key already has ${limit} open streams (its plan's limit); close one first`,
           { 'retry-after': '5' },
         );
       try {
@@ -187,6 +190,18 @@ export function registerChangeRoutes(app: FastifyInstance, o: ChangeRouteOptions
       return reply;
     },
   );
+}
+
+/** A slot, or none; a counter that cannot answer (a cluster primary gone) is a 503, not a 500. */
+async function takeSlot(slots: StreamSlotCounter, keyId: string, limit: number, req: FastifyRequest) {
+  try {
+    return await slots.take(keyId, limit);
+  } catch (err) {
+    req.log.warn({ err }, 'counting open streams failed');
+    throw new ApiError(503, 'not_available', 'open streams cannot be counted right now; try again shortly', {
+      'retry-after': '1',
+    });
+  }
 }
 
 /** Writes the stream until the client leaves, the server closes, or the log can no longer continue. */

@@ -60,18 +60,29 @@ export class ChangeWaker {
 }
 
 /**
- * Concurrent streams per key in this process: a stream holds a connection and a slot of the
- * database pool's attention for as long as it runs, so a plan buys a number of them.
+ * Concurrent streams per key: a stream holds a connection and a slot of the database pool's
+ * attention for as long as it runs, so a plan buys a number of them. In this process
+ * (StreamSlots), or over a machine's cluster workers (changes/slots-shared.ts).
  */
-export class StreamSlots {
+export interface StreamSlotCounter {
+  /** Takes a slot for `keyId` unless it holds `limit` already (its plan's); false then. */
+  take(keyId: string, limit: number): Promise<boolean>;
+  /** Gives back a slot `take` gave. */
+  give(keyId: string): void;
+}
+
+/** Concurrent streams per key in this process. */
+export class StreamSlots implements StreamSlotCounter {
   private readonly held = new Map<string, number>();
 
-  constructor(private readonly limitOf: (plan: string) => number) {}
+  async take(keyId: string, limit: number): Promise<boolean> {
+    return this.takeNow(keyId, limit);
+  }
 
-  /** Takes a slot for `keyId`; false when its plan's streams are all open. */
-  take(keyId: string, plan: string): boolean {
+  /** take(), synchronously. */
+  takeNow(keyId: string, limit: number): boolean {
     const n = this.held.get(keyId) ?? 0;
-    if (n >= this.limitOf(plan)) return false;
+    if (n >= limit) return false;
     this.held.set(keyId, n + 1);
     return true;
   }
