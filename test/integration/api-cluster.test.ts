@@ -1,9 +1,10 @@
 /**
  * The API as customers run it on a machine of several cores: API_PROCESSES workers (node:cluster)
  * behind one port, their primary serving the summed /metrics and, without Redis, counting the rate
- * limits for all of them. Here with two workers: both serve, the metrics add up over them, a key's
- * limit is exact over them, a killed worker is replaced while the other keeps serving (and the
- * counts survive it: the primary holds them), and a SIGTERM to the primary stops everything.
+ * limits for all of them (and, always, each key's open streams). Here with two workers: both serve,
+ * the metrics add up over them, a key's limit and its open streams are exact over them, a killed
+ * worker is replaced while the other keeps serving (and the counts survive it: the primary holds
+ * them), and a SIGTERM to the primary stops everything.
  *
  * Which worker answered a request is read from the kernel: the accepted side of each client
  * connection (/proc/net/tcp) belongs to the socket of one worker's file descriptors.
@@ -121,6 +122,23 @@ function get(port: number, path: string, key: string, agent?: Agent, timeoutMs =
     );
     req.once('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'TIMEOUT' })));
     req.once('error', (err: NodeJS.ErrnoException) => resolve({ status: err.code ?? String(err), clientPort: 0 }));
+    req.end();
+  });
+}
+
+/** A GET of the change stream over `agent`: its status once the head is in, and `close`. */
+function openStream(port: number, key: string, agent: Agent): Promise<Answer & { close: () => void }> {
+  return new Promise((resolve) => {
+    const req = request(
+      { host: '127.0.0.1', port, path: '/v1/prices/stream', agent, headers: { 'x-api-key': key } },
+      (res) => {
+        res.resume();
+        resolve({ status: res.statusCode ?? 0, clientPort: res.socket.localPort ?? 0, close: () => req.destroy() });
+      },
+    );
+    req.once('error', (err: NodeJS.ErrnoException) =>
+      resolve({ status: err.code ?? String(err), clientPort: 0, close: () => undefined }),
+    );
     req.end();
   });
 }
@@ -270,6 +288,36 @@ describe('the API on two processes (node:cluster)', () => {
     for (const w of workers) expect(counts.perWorker[w], detail).toBeGreaterThan(LIMIT);
     const metrics = await (await fetch(metricsUrl)).text();
     expect(sampleSum(metrics, 'api_rate_limited_total')).toBe(BURST - LIMIT);
+  });
+
+  it("holds a key's open streams exactly over both workers (the plan's 2, not 2 each)", async () => {
+    const workers = workerPids(primary);
+    // A keep-alive connection each: a refused one stays open, so its worker can be read too. One at
+    // a time, until each worker was asked three times (the primary deals connections out unevenly).
+    const agents: Agent[] = [];
+    const streams: (Answer & { close: () => void })[] = [];
+    const perWorker = () => byWorker(streams, connectionOwners(port, workers));
+    try {
+      while (streams.length < 30 && !workers.every((w) => (perWorker()[w] ?? 0) >= 3)) {
+        const agent = new Agent({ keepAlive: true });
+        agents.push(agent);
+        streams.push(await openStream(port, keys.reader, agent));
+      }
+      const counts = {
+        open: streams.filter((a) => a.status === 200).length,
+        refused: streams.filter((a) => a.status === 429).length,
+        perWorker: perWorker(),
+      };
+      const detail = JSON.stringify(counts);
+      expect(counts.open, detail).toBe(2);
+      expect(counts.refused, detail).toBe(streams.length - 2);
+      // Both workers were asked more than twice: counting alone, each would have let two through.
+      expect(workersIn(counts.perWorker), detail).toEqual(workers);
+      for (const w of workers) expect(counts.perWorker[w], detail).toBeGreaterThan(2);
+    } finally {
+      for (const s of streams) s.close();
+      for (const a of agents) a.destroy();
+    }
   });
 
   it('replaces a killed worker while the other keeps serving, the counts kept', async () => {

@@ -12,6 +12,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import swagger from '@fastify/swagger';
 import { readTag, type MarketSlug } from '@skinprices/domain';
 import type { Logger } from '@skinprices/runtime';
@@ -23,7 +24,7 @@ import { CatalogueCache } from './catalogue-cache.js';
 import { ListBodyCache } from './list-cache.js';
 import { SharedFieldReads } from './list-reads.js';
 import { Slots } from './slots.js';
-import { ChangeWaker } from './changes/waker.js';
+import { ChangeWaker, type StreamSlotCounter } from './changes/waker.js';
 import {
   answerExpectations,
   clientErrorHandler,
@@ -34,7 +35,7 @@ import {
   routeMethods,
 } from './edge.js';
 import { ApiError } from './errors.js';
-import { hotPath, preparedPosts } from './hot-path.js';
+import { hotPath, preparedPosts, READ_BODY } from './hot-path.js';
 import type { ApiKey, KeyStore } from './keys.js';
 import { FailedAuthLimiter, type RateLimiter } from './limits.js';
 import { ApiMetrics } from './metrics.js';
@@ -90,6 +91,8 @@ export interface AppDeps {
   changeWaker?: ChangeWaker;
   /** Longest a stream waits before looking at the change log without a notification. @default 5000 */
   changePollMs?: number;
+  /** Open streams per key. @default this process's (StreamSlots); a cluster worker's: SharedStreamSlots */
+  streamSlots?: StreamSlotCounter;
   /**
    * Whole-list reads (list bodies' first builds and rebuilds, catalogue shards) at once
    * (slots.ts). @default 2
@@ -312,6 +315,11 @@ function addRequestHooks(app: FastifyInstance, deps: AppDeps, metrics: ApiMetric
       clock: deps.clock ?? Date.now,
     }),
   );
+  // A body the hot path read before handing the request on (hot-path.ts) is parsed from its bytes.
+  app.addHook('preParsing', async (req, _reply, payload) => {
+    const body = (req.raw as unknown as Record<symbol, Buffer | undefined>)[READ_BODY];
+    return body ? Readable.from([body]) : payload;
+  });
   // Path, query and body strings: a NUL byte is refused here, before any SQL sees it.
   app.addHook('preValidation', refuseNulBytes);
 }
@@ -364,32 +372,6 @@ function addErrorHandlers(
   });
 }
 
-/** Headers of one connection or instant, which the socket's own response sets. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date']);
-
-/**
- * A request whose body the hot path read and declined, answered by the framework in this process
- * (inject: the same method, URL, headers, body and client address), then copied to the socket.
- */
-function replay(app: FastifyInstance, req: IncomingMessage, res: ServerResponse, body: Buffer): void {
-  app
-    .inject({
-      method: req.method as 'POST',
-      url: req.url ?? '/',
-      headers: req.headers as Record<string, string>,
-      payload: body,
-      remoteAddress: req.socket.remoteAddress ?? '127.0.0.1',
-    })
-    .then(
-      (r) => {
-        const headers = Object.entries(r.headers).filter(([h]) => !HOP_BY_HOP.has(h));
-        res.writeHead(r.statusCode, Object.fromEntries(headers) as Record<string, string>);
-        res.end(r.rawPayload);
-      },
-      () => res.destroy(),
-    );
-}
-
 export function buildApp(deps: AppDeps): FastifyInstance {
   const { app, allowFor, setHotPath } = createServer();
   closeConnectionsWhenDone(app, deps.drainMs ?? 10_000);
@@ -440,7 +422,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       answers,
       catalogues,
       posts: preparedPosts(),
-      replay: (req, res, body) => replay(app, req, res, body),
       clock: deps.clock ?? Date.now,
     }),
   );
@@ -457,7 +438,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     registerRoutes(
       scope,
       { read: deps.read, bodies, lists, answers, catalogues, wholeReads, scores, status: deps.status },
-      { log: deps.read.changeLog(), waker: deps.changeWaker ?? new ChangeWaker(), pollMs: deps.changePollMs },
+      {
+        log: deps.read.changeLog(),
+        waker: deps.changeWaker ?? new ChangeWaker(),
+        pollMs: deps.changePollMs,
+        slots: deps.streamSlots,
+      },
     );
   });
   return app;

@@ -44,7 +44,7 @@ const limitText = (key: ApiKey, window: 'second' | 'minute' | 'day') =>
 export const DECIDED = Symbol('rate limit verdict');
 
 /** The 429 of a request over one of its key's limits. */
-export const limitRefusal = (key: ApiKey, verdict: Extract<Verdict, { ok: false }>): ApiError =>
+const limitRefusal = (key: ApiKey, verdict: Extract<Verdict, { ok: false }>): ApiError =>
   new ApiError(
     429,
     'rate_limited',

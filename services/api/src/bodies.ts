@@ -308,6 +308,7 @@ export class AnswerCache {
     if (!e.bytes) {
       e.bytes = Buffer.from(e.json);
       this.bytesHeld += e.bytes.length;
+      this.evict();
     }
     return e.bytes;
   }
@@ -334,6 +335,11 @@ export class AnswerCache {
     }
     this.entries.set(key, entry);
     this.bytesHeld += entry.json.length;
+    this.evict();
+  }
+
+  /** Least recently used first, until within the limits (the entry just used is last). */
+  private evict(): void {
     for (const [k, e] of this.entries) {
       if (this.entries.size <= this.limits.maxEntries && this.bytesHeld <= this.limits.maxBytes) break;
       this.entries.delete(k);

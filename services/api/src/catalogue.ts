@@ -109,12 +109,6 @@ export class Catalogue {
     return this.keyList;
   }
 
-  /** The member `"<key>":{…}` with every marketplace that lists the item (a view, not a copy). */
-  member(key: string): Buffer | undefined {
-    const i = this.index.get(key);
-    return i === undefined ? undefined : this.bytes.subarray(this.ends[i], this.ends[i + 1]);
-  }
-
   /** The position of `key`'s member, for memberLength and copyMember; undefined: no such item. */
   positionOf(key: string): number | undefined {
     return this.index.get(key);
@@ -407,7 +401,7 @@ export function itemsJson(
   const parts: Buffer[] = [head, OPEN];
   let n = 0;
   for (const k of only ?? catalogue.keys()) {
-    const member = markets ? catalogue.memberOf(k, markets) : catalogue.member(k);
+    const member = catalogue.memberOf(k, markets);
     if (member === undefined) continue;
     if (n++ > 0) parts.push(COMMA);
     parts.push(member);

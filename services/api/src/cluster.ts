@@ -2,8 +2,9 @@
  * The API on every core: a node:cluster primary forks one worker per process wanted (each a whole
  * API process: serve.ts), and owns what they must share. It restarts a worker that dies, stops them
  * all on SIGTERM or SIGINT, serves /metrics summed over them, and, without Redis, holds the rate
- * limits' counts (limits-shared.ts), so a key's limit stays exact over the processes. The primary
- * itself serves no request and opens no database connection.
+ * limits' counts (limits-shared.ts), so a key's limit stays exact over the processes; and always
+ * each key's open streams (changes/slots-shared.ts). The primary itself serves no request and
+ * opens no database connection.
  *
  * Its life is a small state machine: starting (until every worker listens) → running → stopping
  * (a signal, a worker refusing its configuration, or a crash loop) → exit with the stop's code.
@@ -12,6 +13,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { serveMetrics, type Logger } from '@skinprices/runtime';
 import { AggregatorRegistry } from 'prom-client';
+import { serveSharedStreamSlots } from './changes/slots-shared.js';
 import { serveSharedLimits } from './limits-shared.js';
 
 /** The exit code of a process whose configuration was refused: restarting cannot help. */
@@ -46,11 +48,15 @@ export class ApiPrimary {
   private exitCode = 0;
   private readonly cleanups: (() => Promise<void> | void)[] = [];
   private killTimer: NodeJS.Timeout | undefined;
+  /** Forks waiting for their backoff after a worker died. */
+  private readonly restarts = new Set<NodeJS.Timeout>();
 
   constructor(private readonly o: PrimaryOptions) {}
 
   async start(): Promise<void> {
     if (this.o.sharedLimits) this.cleanups.push(serveSharedLimits(cluster));
+    // Always: open streams were never counted in Redis, so the machine's count is the primary's.
+    this.cleanups.push(serveSharedStreamSlots(cluster));
     if (this.o.metrics) {
       const aggregated = new AggregatorRegistry();
       const served = await serveMetrics(
@@ -85,7 +91,8 @@ export class ApiPrimary {
     this.workers.delete(worker);
     this.listening.delete(worker);
     if (this.state === 'stopping') {
-      if (code !== 0) this.exitCode ||= 1;
+      // A worker killed by the stop's signal before its handlers were installed stopped cleanly too.
+      if (code !== 0 && !(code === null && signal === 'SIGTERM')) this.exitCode ||= 1;
       if (this.workers.size === 0) void this.finish();
       return;
     }
@@ -105,7 +112,12 @@ export class ApiPrimary {
     // recent deaths, so a fault that kills each new worker does not fork in a tight loop.
     const waitMs = 250 * 2 ** (this.crashes.length - 1);
     this.o.logger.error({ ...log, restartInMs: waitMs }, 'a worker died: starting another');
-    setTimeout(() => this.state !== 'stopping' && this.fork(), waitMs).unref();
+    // Not unref'd: with every worker dead it is what keeps the primary alive until the next fork.
+    const restart = setTimeout(() => {
+      this.restarts.delete(restart);
+      if (this.state !== 'stopping') this.fork();
+    }, waitMs);
+    this.restarts.add(restart);
   }
 
   private onSignal(signal: NodeJS.Signals): void {
@@ -126,6 +138,8 @@ export class ApiPrimary {
   private stop(code: number): void {
     this.state = 'stopping';
     this.exitCode = code;
+    for (const t of this.restarts) clearTimeout(t);
+    this.restarts.clear();
     if (this.workers.size === 0) return void this.finish();
     for (const w of this.workers) w.process.kill('SIGTERM');
     this.killTimer = setTimeout(() => {

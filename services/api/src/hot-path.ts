@@ -1,25 +1,26 @@
 /**
- * The two most frequent small answers, search (spec 4.5) and history (4.6), served from the answer
- * cache ahead of the framework: on this machine, Fastify's routing, hooks and schema validation
- * cost a small answer more than the rest of the request did (bench/bottlenecks.md).
+ * The most frequent answers after the lists, search (spec 4.5), history (4.6) and POST latest
+ * (4.4), served from prepared bytes ahead of the framework: on this machine, Fastify's routing,
+ * hooks and schema validation cost a small answer more than the rest of the request did
+ * (docs/decisions/0020-read-capacity.md).
  *
- * It takes only what it is sure of: a GET of one of the two paths, plain parameters within the
- * route schema's limits, a key already verified and allowed the endpoint, and an answer already
- * cached. Anything else goes to Fastify untouched, so every refusal, every load and every edge case
- * keeps one implementation (the routes'), and an answer served here is byte for byte the route's
- * (both build it with the same function). The rate limit is counted once: here, when the request is
- * answered here; a refusal is handed to Fastify with the verdict already reached (auth.ts).
+ * It takes only what it is sure of: a GET of the two paths or a POST of the third, plain
+ * parameters or a body within the route schema's limits, a key already verified and allowed the
+ * endpoint, and an answer or catalogue already current. Anything else goes to Fastify with the
+ * same request, so every refusal, every load and every edge case keeps one implementation (the
+ * routes'), and an answer served here is byte for byte the route's (both build it with the same
+ * functions). A body read here goes with it (READ_BODY, app.ts's preParsing hook). The rate limit
+ * is counted once: here, and a request handed on after that carries the verdict (auth.ts DECIDED).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { MarketSlug } from '@skinprices/domain';
 import { parse } from 'fast-querystring';
-import { DECIDED, limitRefusal } from './auth.js';
+import { DECIDED } from './auth.js';
 import type { AnswerCache } from './bodies.js';
 import { membersInto, type Catalogue } from './catalogue.js';
 import type { CatalogueCache } from './catalogue-cache.js';
-import type { ApiError } from './errors.js';
-import type { KeyStore } from './keys.js';
-import type { RateLimiter, Verdict } from './limits.js';
+import type { ApiKey, KeyStore } from './keys.js';
+import type { RateLimiter } from './limits.js';
 import type { ApiMetrics } from './metrics.js';
 import { OutputBuffers } from './out-buffers.js';
 import { planFor, planIncludes, type EndpointId } from './plans.js';
@@ -36,13 +37,12 @@ export interface HotPathDeps {
   catalogues: CatalogueCache;
   /** POST latest's blocks by body (PreparedPosts), made by preparedPosts(). */
   posts: PreparedPosts;
-  /**
-   * Answers a request whose body this path read and then declined, through the framework in this
-   * process (app.ts: Fastify's inject with the same method, URL, headers, body and address).
-   */
-  replay: (req: IncomingMessage, res: ServerResponse, body: Buffer) => void;
+  /** The rate limits' clock (tests fix it); keys are judged by the wall clock, as auth.ts does. */
   clock: () => number;
 }
+
+/** A request body this path read before handing the request on: the route parses it (app.ts). */
+export const READ_BODY = Symbol('body read by the hot path');
 
 type Fallback = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -141,41 +141,65 @@ function presented(req: IncomingMessage): string | undefined {
 export function hotPath(d: HotPathDeps): (req: IncomingMessage, res: ServerResponse, fallback: Fallback) => boolean {
   return (req, res, fallback) => {
     const t0 = performance.now();
-    if (req.method === 'POST') return takeLatestPost(req, res, d, t0);
+    if (req.method === 'POST') return takeLatestPost(req, res, fallback, d, t0);
     const plan = planOf(req);
     if (!plan) return false;
-    const now = d.clock();
-    const key = d.keys.verifiedNow(presented(req), now);
+    const key = d.keys.verifiedNow(presented(req));
     if (!key || !planIncludes(key.plan, planFor(plan.endpoint, plan.market))) return false;
     if (key.allowedEndpoints && !key.allowedEndpoints.includes(plan.endpoint)) return false;
     const cached = d.answers.peekBytes(plan.entry);
     // No points is either an empty history or an unknown item's 404: the route tells them apart.
     if (cached === undefined || (plan.market !== undefined && cached.length === 2)) return false;
-    const verdict = d.limiter.hit(key, now);
-    verdict.then(
-      (v) => {
-        if (!v.ok) return handOn(req, res, verdict, fallback);
-        const head = Buffer.from(plan.head);
-        const tail = Buffer.from(envelopeTail(key, undefined, Date.now()));
-        const out = OUT.take(head.length + cached.length + tail.length);
-        let at = head.copy(out);
-        at += cached.copy(out, at);
-        at += tail.copy(out, at);
-        send(res, out, at, plan.route, t0, d.metrics, 'GET');
-      },
-      () => handOn(req, res, verdict, fallback),
-    );
+    afterCount(d, key, req, res, fallback, undefined, () => {
+      const head = Buffer.from(plan.head);
+      const tail = Buffer.from(envelopeTail(key, undefined, Date.now()));
+      const out = OUT.take(head.length + cached.length + tail.length);
+      let at = head.copy(out);
+      at += cached.copy(out, at);
+      at += tail.copy(out, at);
+      send(res, out, at, plan.route, t0, d.metrics, 'GET');
+    });
     return true;
   };
 }
 
-function handOn(req: IncomingMessage, res: ServerResponse, verdict: Promise<Verdict>, fallback: Fallback): void {
-  (req as unknown as Record<symbol, Promise<Verdict>>)[DECIDED] = verdict;
-  fallback(req, res);
+/**
+ * Counts the request against its key's limits, then answers it (`answer`) or, refused or not
+ * counted, hands it on with the verdict (and the body read, if any): the route refuses it as it
+ * refuses any other, without counting it again. An answer that throws is a 500 there too.
+ */
+function afterCount(
+  d: HotPathDeps,
+  key: ApiKey,
+  req: IncomingMessage,
+  res: ServerResponse,
+  fallback: Fallback,
+  body: Buffer | undefined,
+  answer: () => void,
+): void {
+  const verdict = d.limiter.hit(key, d.clock());
+  const handOn = () => {
+    const marks = req as unknown as Record<symbol, unknown>;
+    marks[DECIDED] = verdict;
+    if (body) marks[READ_BODY] = body;
+    fallback(req, res);
+  };
+  verdict
+    .then((v) => (v.ok ? answer() : handOn()), handOn)
+    .catch(() => {
+      if (!res.headersSent) handOn();
+      else res.destroy();
+    });
 }
 
 /** A POST of /v1/prices/latest with a JSON body of a size the route accepts: read here. */
-function takeLatestPost(req: IncomingMessage, res: ServerResponse, d: HotPathDeps, t0: number): boolean {
+function takeLatestPost(
+  req: IncomingMessage,
+  res: ServerResponse,
+  fallback: Fallback,
+  d: HotPathDeps,
+  t0: number,
+): boolean {
   const length = Number(req.headers['content-length']);
   const type = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
   if (req.url !== '/v1/prices/latest' || type !== 'application/json' || !(length <= MAX_BODY)) return false;
@@ -184,7 +208,10 @@ function takeLatestPost(req: IncomingMessage, res: ServerResponse, d: HotPathDep
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     const body = Buffer.concat(chunks);
-    if (!answerLatestPost(req, res, d, t0, body)) d.replay(req, res, body);
+    if (!answerLatestPost(req, res, fallback, d, t0, body)) {
+      (req as unknown as Record<symbol, unknown>)[READ_BODY] = body;
+      fallback(req, res);
+    }
   });
   return true;
 }
@@ -205,91 +232,71 @@ function latestItems(body: string): string[] | undefined {
 }
 
 /**
- * `{"items":{…}` of a body, from the catalogue it was assembled from: a watchlist asked for again
- * (a bot polls the same 100 names) is sent from these bytes, neither parsed, looked up nor copied
- * again while the catalogue holds. Any splice makes a new catalogue, so an entry never outlives its
- * data. Bounded by bytes; least recently used first out.
+ * `{"items":{…}` of a body, from the current catalogue: a watchlist asked for again (a bot polls
+ * the same 100 names) is sent from these bytes, neither parsed, looked up nor copied again while
+ * the catalogue holds. Any splice makes a new catalogue, which starts the blocks over (an old
+ * catalogue never comes back). Bounded by bytes, the bodies' own included; least recently used out.
  */
 class PreparedPosts {
-  private readonly entries = new Map<string, { catalogue: Catalogue; bytes: Buffer }>();
+  private readonly entries = new Map<string, Buffer>();
+  private catalogue: Catalogue | undefined;
   private bytesHeld = 0;
 
   constructor(private readonly maxBytes: number) {}
 
   /** The block of `body`, current for `catalogue`; undefined: the body is not one the route accepts. */
   get(body: string, catalogue: Catalogue): Buffer | undefined {
+    if (catalogue !== this.catalogue) {
+      this.entries.clear();
+      this.bytesHeld = 0;
+      this.catalogue = catalogue;
+    }
     const held = this.entries.get(body);
     if (held) {
       this.entries.delete(body);
-      this.bytesHeld -= held.bytes.length;
-      if (held.catalogue === catalogue) return this.keep(body, held);
+      this.entries.set(body, held);
+      return held;
     }
     const items = latestItems(body);
     if (!items) return undefined;
     const bytes = membersInto(catalogue, items, ITEMS_OPEN, EMPTY, (n) => Buffer.allocUnsafeSlow(n));
-    return this.keep(body, { catalogue, bytes });
-  }
-
-  private keep(body: string, e: { catalogue: Catalogue; bytes: Buffer }): Buffer {
-    this.entries.set(body, e);
-    this.bytesHeld += e.bytes.length;
+    this.entries.set(body, bytes);
+    this.bytesHeld += bytes.length + body.length * 2;
     for (const [k, old] of this.entries) {
       if (this.bytesHeld <= this.maxBytes) break;
       this.entries.delete(k);
-      this.bytesHeld -= old.bytes.length;
+      this.bytesHeld -= old.length + k.length * 2;
     }
-    return e.bytes;
+    return bytes;
   }
 }
 
 function answerLatestPost(
   req: IncomingMessage,
   res: ServerResponse,
+  fallback: Fallback,
   d: HotPathDeps,
   t0: number,
   body: Buffer,
 ): boolean {
-  const now = d.clock();
-  const key = d.keys.verifiedNow(presented(req), now);
+  const key = d.keys.verifiedNow(presented(req));
   if (!key || !planIncludes(key.plan, planFor('POST /v1/prices/latest'))) return false;
   if (key.allowedEndpoints && !key.allowedEndpoints.includes('POST /v1/prices/latest')) return false;
   const catalogue = d.catalogues.peek();
   const block = catalogue && d.posts.get(body.toString(), catalogue);
   if (!block) return false;
-  // A replayed request is a new one to the framework, which cannot be told a verdict: a refusal is
-  // written here as the error handler writes it (app.ts), and a failed count is left to the replay.
-  d.limiter.hit(key, now).then(
-    (v) => {
-      if (!v.ok) {
-        d.metrics.rateLimited.inc({ window: v.window });
-        return refuse(res, limitRefusal(key, v), t0, d.metrics);
-      }
-      const tail = Buffer.from(envelopeTail(key, undefined, Date.now()));
-      d.metrics.hotAnswers.inc();
-      res.once('finish', () => d.metrics.observeRequest('/v1/prices/latest', 'POST', res.statusCode, t0));
-      res.writeHead(200, { ...JSON_HEADERS, 'content-length': block.length + tail.length });
-      // One write of both parts (a writev): the block is shared by every answer of its body.
-      res.cork();
-      res.write(block);
-      res.end(tail);
-      res.uncork();
-    },
-    () => d.replay(req, res, body),
-  );
-  return true;
-}
-
-/** An error as app.ts's error handler writes it: its headers, no-store, the one error body. */
-function refuse(res: ServerResponse, e: ApiError, t0: number, metrics: ApiMetrics): void {
-  const body = JSON.stringify(e.body());
-  res.once('finish', () => metrics.observeRequest('/v1/prices/latest', 'POST', res.statusCode, t0));
-  res.writeHead(e.status, {
-    ...e.headers,
-    'cache-control': 'no-store',
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
+  afterCount(d, key, req, res, fallback, body, () => {
+    const tail = Buffer.from(envelopeTail(key, undefined, Date.now()));
+    d.metrics.hotAnswers.inc();
+    res.once('finish', () => d.metrics.observeRequest('/v1/prices/latest', 'POST', res.statusCode, t0));
+    res.writeHead(200, { ...JSON_HEADERS, 'content-length': block.length + tail.length });
+    // One write of both parts (a writev): the block is shared by every answer of its body.
+    res.cork();
+    res.write(block);
+    res.end(tail);
+    res.uncork();
   });
-  res.end(body);
+  return true;
 }
 
 /**

@@ -132,6 +132,8 @@ export class RedisRateLimiter implements RateLimiter {
       name: 'api_limiter_redis_up',
       help: "Whether the rate limiter's Redis is reachable (1): the client is connected and its last command did not fail for want of Redis; while 0 every keyed request fails",
       registers: registry ? [registry] : [],
+      // Over a cluster's workers (cluster.ts), each with its own client: any one without Redis is 0.
+      aggregator: 'min',
       collect() {
         this.set(up() ? 1 : 0);
       },

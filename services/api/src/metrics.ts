@@ -192,7 +192,7 @@ export class ApiMetrics {
   });
   readonly hotAnswers = new Counter({
     name: 'api_hot_path_answers_total',
-    help: 'Answers served by the hot path from prepared bytes, ahead of the framework (search and history; the rest of api_request_duration_seconds went through the routes)',
+    help: 'Answers served by the hot path from prepared bytes, ahead of the framework (search, history and POST latest; the rest of api_request_duration_seconds went through the routes)',
     registers: [this.registry],
   });
   /** The histogram's series by route, method and status: a label object hashed per request cost more. */
@@ -295,8 +295,8 @@ export class ApiMetrics {
       name: 'api_status_up',
       help: 'Whether the status report (what /v1/status answers) loaded for this scrape: 1, or 0 when its queries failed or took too long; without it the api_* status series are absent',
       registers: [this.registry],
-      // Summed over a cluster's workers (cluster.ts), each of which loads the report: any one
-      // failing is a failure, and the others' series read the same database.
+      // Over a cluster's workers (cluster.ts), each of which loads the report: any one failing is
+      // a failure.
       aggregator: 'min',
       async collect() {
         this.set((await report()) ? 1 : 0);
@@ -308,7 +308,8 @@ export class ApiMetrics {
         help,
         labelNames: labels,
         registers: [this.registry],
-        // Every worker reads the same database; the worst of their readings is the one to alert on.
+        // Every worker reads the same database, so their readings differ only by their instant:
+        // one is kept (the largest), not their sum.
         aggregator: 'max',
         async collect() {
           const r = await report();

@@ -10,7 +10,7 @@ const SMALLEST = 16 * 1024;
 /** Above this, a buffer is not kept: such answers are rare, and each would pin its size. */
 const LARGEST = 4 * 1024 * 1024;
 /** Free buffers kept per size, at most this many bytes' worth (and at least 4). */
-const KEPT_BYTES_PER_SIZE = 16 * 1024 * 1024;
+const KEPT_BYTES_PER_SIZE = 4 * 1024 * 1024;
 
 /** The size class of a request: the power of two at or above it. */
 const sizeOf = (bytes: number) => 2 ** Math.ceil(Math.log2(Math.max(bytes, SMALLEST)));

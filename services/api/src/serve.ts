@@ -9,6 +9,7 @@ import { ShutdownManager, type Logger } from '@skinprices/runtime';
 import { createPool, READ_CONTRACT_V1, waitForContract, type Pool } from '@skinprices/store';
 import { buildApp } from './app.js';
 import { ChangeFollower } from './changes/follower.js';
+import { SharedStreamSlots } from './changes/slots-shared.js';
 import { ChangeWaker } from './changes/waker.js';
 import type { ApiConfig } from './config.js';
 import { KEYS_CONTRACT, KeyStore } from './keys.js';
@@ -139,13 +140,32 @@ async function exposeMetrics(config: ApiConfig, role: Role, metrics: ApiMetrics,
   return served;
 }
 
+/**
+ * A worker stops on SIGTERM, and a repeated one does not force it: a signal to the whole process
+ * group (Ctrl-C's SIGINT, systemd's stop) reaches the workers as well as their primary, which then
+ * sends its own SIGTERM. Forcing is the primary's, by SIGKILL past its deadline (cluster.ts).
+ */
+function stopOnPrimarysSignal(shutdown: ShutdownManager): void {
+  process.on('SIGINT', () => undefined);
+  process.on('SIGTERM', () => {
+    void shutdown.shutdown().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  });
+}
+
 export async function serve(config: ApiConfig, logger: Logger, role: Role): Promise<void> {
   const shutdown = new ShutdownManager(logger);
+  // A worker answers the primary's scrapes from its first moment: the primary's /metrics fails
+  // whole while any worker stays silent, and the schema wait below may last minutes.
+  const metrics = new ApiMetrics();
+  const served = await exposeMetrics(config, role, metrics, logger);
+  if (served) shutdown.register('metrics', served.close);
   const { keysPool, readPool } = await openPools(config, logger, shutdown);
   const read = new ReadModel(readPool);
   const standby = (await read.replication()).standby;
   const listen = config.DB_LISTEN === 'auto' ? !standby : config.DB_LISTEN === 'true';
-  const metrics = new ApiMetrics();
   const limiter = rateLimiter(config, role, metrics);
   shutdown.register('limiter', () => limiter.close());
   const keys = new KeyStore(keysPool);
@@ -159,9 +179,8 @@ export async function serve(config: ApiConfig, logger: Logger, role: Role): Prom
     maxReplicaLagMs: config.REPLICA_MAX_LAG_S * 1000,
   };
   // /metrics carries what /v1/status knows, for the alert rules (infra/prometheus).
-  metrics.observeStatus(() => loadStatus(read, statusOptions));
-  const served = await exposeMetrics(config, role, metrics, logger);
-  if (served) shutdown.register('metrics', served.close);
+  // A worker's report must be in before the primary's aggregation gives up on it (5 s, prom-client).
+  metrics.observeStatus(() => loadStatus(read, statusOptions), role === 'worker' ? { timeoutMs: 3_000 } : {});
   const app = buildApp({
     keys,
     limiter,
@@ -179,14 +198,14 @@ export async function serve(config: ApiConfig, logger: Logger, role: Role): Prom
     failedAuth: new FailedAuthLimiter(config.AUTH_FAILURES_PER_MINUTE),
     metrics,
     changeWaker,
+    // A key's open streams are counted over this machine's workers by the primary (cluster.ts).
+    streamSlots: role === 'worker' ? new SharedStreamSlots() : undefined,
     wholeReadsAtOnce: config.WHOLE_READS_AT_ONCE,
   });
   await app.listen({ host: config.API_HOST, port: config.API_PORT });
   shutdown.register('http', () => app.close());
-  // A worker stops on its primary's SIGTERM only: Ctrl-C's SIGINT reaches the whole process group,
-  // and would otherwise count as a second signal after the primary's and cut the drain short.
-  if (role === 'worker') process.on('SIGINT', () => undefined);
-  shutdown.listen(undefined, role === 'worker' ? ['SIGTERM'] : undefined);
+  if (role === 'worker') stopOnPrimarysSignal(shutdown);
+  else shutdown.listen();
   logger.info(
     {
       host: config.API_HOST,
