@@ -282,6 +282,19 @@ describe('the HTTP change feed and stream', () => {
     }
   }, 60_000);
 
+  it('answers 503, not 500, when open streams cannot be counted (a cluster primary gone)', async () => {
+    const other = await startApi(stack, pool, {
+      plans: ['pro'],
+      customer: 'slots.example',
+      listen: true,
+      deps: { streamSlots: { take: () => Promise.reject(new Error('no primary')), give: () => undefined } },
+    });
+    const res = await fetch(`${other.origin}/v1/prices/stream`, { headers: { 'x-api-key': other.keys.pro } });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_available');
+  });
+
   it('closing the API ends its open streams instead of waiting on them', async () => {
     const other = await startApi(stack, pool, { plans: ['pro'], customer: 'shutdown.example', listen: true });
     const res = await fetch(`${other.origin}/v1/prices/stream`, { headers: { 'x-api-key': other.keys.pro } });
