@@ -28,7 +28,6 @@ import { copyRows, createPool, ensureSchema, migrate } from '@skinprices/store';
 import {
   benchArgs,
   benchKey,
-  descendants,
   median,
   requireTool,
   round,
@@ -43,6 +42,7 @@ import {
 import { buildDirectory, buildServices } from '../infra/local/build.js';
 import { FLOOR_ENTRY, startFloor, type FloorAnswer } from './support/floor.js';
 import { snapshotListings } from './support/listings.js';
+import { descendants } from './support/proc.js';
 
 const args = benchArgs('api', { ints: { processes: availableParallelism() } });
 const size = args.size;

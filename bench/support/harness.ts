@@ -3,7 +3,7 @@
  * statistics, child processes that die with the benchmark, RSS, wrk and nginx.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -147,27 +147,6 @@ export async function stopProcess(child: ChildProcess, graceMs = 15_000): Promis
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await exited;
   clearTimeout(timer);
-}
-
-/**
- * Every descendant of `pid` (a cluster primary's workers, theirs in turn), from the kernel's
- * per-thread lists of children; a process gone meanwhile is skipped.
- */
-export function descendants(pid: number): number[] {
-  let tasks: string[];
-  try {
-    tasks = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return [];
-  }
-  const children = tasks.flatMap((t) => {
-    try {
-      return readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  });
-  return children.flatMap((c) => [c, ...descendants(c)]);
 }
 
 export function rssMb(pid: number): number {

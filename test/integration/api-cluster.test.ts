@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.js';
 import { freePort, startService, type Service } from '../support/services.js';
 import { TestStack } from '../support/stack.js';
+import { descendants } from '../../bench/support/proc.js';
 
 const MAIN = 'services/api/src/main.ts';
 const MARKET = 'eu-a';
@@ -36,19 +37,7 @@ const CLIENT_TIMEOUT_MS = 3_000;
 
 /** The primary's children that are API workers (not, say, a compiler service), from /proc. */
 function workerPids(primary: number): number[] {
-  let tasks: string[];
-  try {
-    tasks = readdirSync(`/proc/${primary}/task`);
-  } catch {
-    return [];
-  }
-  const children = tasks.flatMap((t) => {
-    try {
-      return readFileSync(`/proc/${primary}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  });
+  const children = descendants(primary);
   return children
     .filter((pid) => {
       try {

@@ -17,6 +17,7 @@ import type { RateLimiter } from './limits.js';
 import { MemoryRateLimiter } from './limits.js';
 import { HitCoalescer, type Batch } from './limits-batch.js';
 import type { Admitted, LimitedKey, Verdict } from './limits-windows.js';
+import { processChannel, type PrimaryChannel } from './ipc-channel.js';
 
 const HIT = 'skinprices:limits:hit';
 const ANSWER = 'skinprices:limits:answer';
@@ -79,30 +80,7 @@ export function serveSharedLimits(cluster: LimitsCluster, limiter = new MemoryRa
 }
 
 /** The worker's side of the IPC channel to the primary. */
-export interface LimitsChannel {
-  /** Sends one message; if it cannot be delivered (the channel closed), calls `failed`. */
-  send(message: HitMessage, failed: (err: Error) => void): void;
-  /** Listens for the primary's messages, and for the channel closing; returns the unsubscribe. */
-  listen(onMessage: (message: unknown) => void, onClosed: () => void): () => void;
-}
-
-/** The process's own IPC channel: in a cluster worker, the one to the primary. */
-function processChannel(proc: NodeJS.Process = process): LimitsChannel {
-  return {
-    send(message, failed) {
-      if (!proc.send || !proc.connected) return failed(new Error('the IPC channel is closed'));
-      proc.send(message, (err: Error | null) => err && failed(err));
-    },
-    listen(onMessage, onClosed) {
-      proc.on('message', onMessage);
-      proc.on('disconnect', onClosed);
-      return () => {
-        proc.off('message', onMessage);
-        proc.off('disconnect', onClosed);
-      };
-    },
-  };
-}
+export type LimitsChannel = PrimaryChannel<HitMessage>;
 
 export interface SharedLimiterOptions {
   /** Default: this process's IPC channel (`process.send`, `process.on('message')`). */
@@ -129,7 +107,7 @@ export class SharedRateLimiter implements RateLimiter {
 
   constructor(o: SharedLimiterOptions = {}) {
     if (!o.channel && !process.send) throw new Error('SharedRateLimiter: this process has no IPC channel');
-    this.channel = o.channel ?? processChannel();
+    this.channel = o.channel ?? processChannel<HitMessage>();
     this.timeoutMs = o.timeoutMs ?? 2_000;
     this.unlisten = this.channel.listen(
       (m) => this.onMessage(m),

@@ -13,6 +13,7 @@
  * when the channel says it closed, else when no answer came within `timeoutMs`.
  */
 import { StreamSlots, type StreamSlotCounter } from './waker.js';
+import { processChannel, type PrimaryChannel } from '../ipc-channel.js';
 
 const TAKE = 'skinprices:streams:take';
 const GIVE = 'skinprices:streams:give';
@@ -115,30 +116,7 @@ export function serveSharedStreamSlots(cluster: SlotsCluster): () => void {
 }
 
 /** The worker's side of the IPC channel to the primary. */
-export interface SlotsChannel {
-  /** Sends one message; if it cannot be delivered (the channel closed), calls `failed`. */
-  send(message: SlotsRequest, failed: (err: Error) => void): void;
-  /** Listens for the primary's messages, and for the channel closing; returns the unsubscribe. */
-  listen(onMessage: (message: unknown) => void, onClosed: () => void): () => void;
-}
-
-/** The process's own IPC channel: in a cluster worker, the one to the primary. */
-function processChannel(proc: NodeJS.Process = process): SlotsChannel {
-  return {
-    send(message, failed) {
-      if (!proc.send || !proc.connected) return failed(new Error('the IPC channel is closed'));
-      proc.send(message, (err: Error | null) => err && failed(err));
-    },
-    listen(onMessage, onClosed) {
-      proc.on('message', onMessage);
-      proc.on('disconnect', onClosed);
-      return () => {
-        proc.off('message', onMessage);
-        proc.off('disconnect', onClosed);
-      };
-    },
-  };
-}
+export type SlotsChannel = PrimaryChannel<SlotsRequest>;
 
 export interface SharedStreamSlotsOptions {
   /** Default: this process's IPC channel (`process.send`, `process.on('message')`). */
@@ -167,7 +145,7 @@ export class SharedStreamSlots implements StreamSlotCounter {
 
   constructor(o: SharedStreamSlotsOptions = {}) {
     if (!o.channel && !process.send) throw new Error('SharedStreamSlots: this process has no IPC channel');
-    this.channel = o.channel ?? processChannel();
+    this.channel = o.channel ?? processChannel<SlotsRequest>();
     this.timeoutMs = o.timeoutMs ?? 2_000;
     this.unlisten = this.channel.listen(
       (m) => this.onMessage(m),
