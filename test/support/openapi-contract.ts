@@ -8,7 +8,7 @@
  * document: an operation added there is asked without editing this file. `plantedDrift` proves
  * the check fails when document and answer part.
  */
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { OpenAPIValidator, SetMatchType } from 'openapi-backend';
@@ -495,11 +495,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * One request on a connection of its own (the server closes some, after 417 and 431). Streams and
  * archives are checked by status and type only, so their bodies are not read: a stream never ends.
  */
-function send(origin: string, r: HttpRequest): Promise<Answer> {
+function send(origin: string, r: HttpRequest, agent?: Agent): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       new URL(r.target, origin),
-      { method: r.method, headers: r.headers, agent: false },
+      { method: r.method, headers: r.headers, agent: agent ?? false },
       (res) => {
         const answer = (body: Buffer) => resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
         const media = mediaType(res.headers['content-type']);
@@ -606,10 +606,10 @@ class Session {
    * wait out (Retry-After): waited out and asked again, a few times (the sales export is built
    * only some time after the platform starts).
    */
-  private async exchange(probe: Probe, r = probe.request, final = true): Promise<Answer> {
+  private async exchange(probe: Probe, r = probe.request, final = true, agent?: Agent): Promise<Answer> {
     for (let attempt = 0; ; attempt++) {
       await this.pacer.wait(probe.key);
-      const a = await send(this.origin, r).catch((err: Error) => failed(err));
+      const a = await send(this.origin, r, agent).catch((err: Error) => failed(err));
       const retry = (a.status === 429 || a.status === 503) && probe.expect !== a.status && attempt < 3;
       this.record(probe, a, final && !retry);
       if (!retry) return a;
@@ -623,13 +623,22 @@ class Session {
     await this.exchange(probe);
   }
 
-  /** 304: the ETag of a fresh answer, sent back at once (a body rebuilt in between moves it: asked again). */
+  /**
+   * 304: the ETag of a fresh answer, sent back at once (a body rebuilt in between moves it: asked
+   * again), on the same kept-alive connection, as a client revalidates: the API's workers build
+   * their bodies apart, so while prices move, two of them may hold different versions.
+   */
   private async askConditional(probe: Probe): Promise<void> {
     const first = { ...probe, what: `${probe.what} (first answer)`, expect: '2XX' as const };
     for (let attempt = 0; attempt < 4; attempt++) {
-      const etag = (await this.exchange(first)).headers.etag;
-      const r = { ...probe.request, headers: { ...probe.request.headers, 'if-none-match': etag ?? '"none"' } };
-      if ((await this.exchange(probe, r, attempt === 3)).status === 304) return;
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      try {
+        const etag = (await this.exchange(first, first.request, true, agent)).headers.etag;
+        const r = { ...probe.request, headers: { ...probe.request.headers, 'if-none-match': etag ?? '"none"' } };
+        if ((await this.exchange(probe, r, attempt === 3, agent)).status === 304) return;
+      } finally {
+        agent.destroy();
+      }
     }
   }
 
