@@ -397,7 +397,7 @@ export function itemsJson(
   tail: Buffer = EMPTY,
   markets?: readonly number[],
 ): Buffer {
-  if (!markets) return membersInto(catalogue, only ?? catalogue.keys(), head, tail, (n) => Buffer.allocUnsafe(n));
+  if (!markets) return membersInto(catalogue, only ?? catalogue.keys(), head, tail);
   const parts: Buffer[] = [head, OPEN];
   let n = 0;
   for (const k of only ?? catalogue.keys()) {
@@ -411,17 +411,10 @@ export function itemsJson(
 }
 
 /**
- * itemsJson with every marketplace, written into a buffer of `alloc` (the hot path's are reused,
- * hot-path.ts): the members are copied straight from the catalogue's bytes, sized first, so the
- * answer costs one allocation and one copy.
+ * itemsJson with every marketplace: the members are copied straight from the catalogue's bytes,
+ * sized first, so the answer costs one allocation and one copy.
  */
-export function membersInto(
-  catalogue: Catalogue,
-  keys: Iterable<string>,
-  head: Buffer,
-  tail: Buffer,
-  alloc: (bytes: number) => Buffer,
-): Buffer {
+export function membersInto(catalogue: Catalogue, keys: Iterable<string>, head: Buffer, tail: Buffer): Buffer {
   const found: number[] = [];
   let size = head.length + 2 + tail.length;
   for (const k of keys) {
@@ -430,7 +423,7 @@ export function membersInto(
     size += catalogue.memberLength(i) + (found.length > 0 ? 1 : 0);
     found.push(i);
   }
-  const out = alloc(size);
+  const out = Buffer.allocUnsafe(size);
   let at = head.copy(out, 0);
   out[at++] = OPEN_BYTE;
   for (let j = 0; j < found.length; j++) {

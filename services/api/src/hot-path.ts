@@ -22,7 +22,6 @@ import type { CatalogueCache } from './catalogue-cache.js';
 import type { ApiKey, KeyStore } from './keys.js';
 import type { RateLimiter } from './limits.js';
 import type { ApiMetrics } from './metrics.js';
-import { OutputBuffers } from './out-buffers.js';
 import { planFor, planIncludes, type EndpointId } from './plans.js';
 import { ITEMS_OPEN, searchEntry, searchHead } from './routes/catalogue.js';
 import { HISTORY_MARKETS, LISTING_MARKETS, slugs } from './routes/exposure.js';
@@ -46,8 +45,6 @@ export const READ_BODY = Symbol('body read by the hot path');
 
 type Fallback = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** The process's buffers for hot answers: one set for every app (buffers are not tied to one). */
-const OUT = new OutputBuffers();
 const EMPTY: Buffer = Buffer.alloc(0);
 
 /** What sendJson sets on an answer, in its order (content-length follows). */
@@ -144,21 +141,14 @@ export function hotPath(d: HotPathDeps): (req: IncomingMessage, res: ServerRespo
     if (req.method === 'POST') return takeLatestPost(req, res, fallback, d, t0);
     const plan = planOf(req);
     if (!plan) return false;
-    const key = d.keys.verifiedNow(presented(req));
-    if (!key || !planIncludes(key.plan, planFor(plan.endpoint, plan.market))) return false;
-    if (key.allowedEndpoints && !key.allowedEndpoints.includes(plan.endpoint)) return false;
+    const key = allowedKey(req, d.keys, plan.endpoint, plan.market);
+    if (!key) return false;
     const cached = d.answers.peekBytes(plan.entry);
     // No points is either an empty history or an unknown item's 404: the route tells them apart.
     if (cached === undefined || (plan.market !== undefined && cached.length === 2)) return false;
-    afterCount(d, key, req, res, fallback, undefined, () => {
-      const head = Buffer.from(plan.head);
-      const tail = Buffer.from(envelopeTail(key, undefined, Date.now()));
-      const out = OUT.take(head.length + cached.length + tail.length);
-      let at = head.copy(out);
-      at += cached.copy(out, at);
-      at += tail.copy(out, at);
-      send(res, out, at, plan.route, t0, d.metrics, 'GET');
-    });
+    afterCount(d, key, req, res, fallback, undefined, () =>
+      send(res, [Buffer.from(plan.head), cached, tailOf(key)], plan.route, 'GET', t0, d.metrics),
+    );
     return true;
   };
 }
@@ -259,7 +249,7 @@ class PreparedPosts {
     }
     const items = latestItems(body);
     if (!items) return undefined;
-    const bytes = membersInto(catalogue, items, ITEMS_OPEN, EMPTY, (n) => Buffer.allocUnsafeSlow(n));
+    const bytes = membersInto(catalogue, items, ITEMS_OPEN, EMPTY);
     this.entries.set(body, bytes);
     this.bytesHeld += bytes.length + body.length * 2;
     for (const [k, old] of this.entries) {
@@ -279,46 +269,55 @@ function answerLatestPost(
   t0: number,
   body: Buffer,
 ): boolean {
-  const key = d.keys.verifiedNow(presented(req));
-  if (!key || !planIncludes(key.plan, planFor('POST /v1/prices/latest'))) return false;
-  if (key.allowedEndpoints && !key.allowedEndpoints.includes('POST /v1/prices/latest')) return false;
+  const key = allowedKey(req, d.keys, 'POST /v1/prices/latest');
+  if (!key) return false;
   const catalogue = d.catalogues.peek();
   const block = catalogue && d.posts.get(body.toString(), catalogue);
   if (!block) return false;
-  afterCount(d, key, req, res, fallback, body, () => {
-    const tail = Buffer.from(envelopeTail(key, undefined, Date.now()));
-    d.metrics.hotAnswers.inc();
-    res.once('finish', () => d.metrics.observeRequest('/v1/prices/latest', 'POST', res.statusCode, t0));
-    res.writeHead(200, { ...JSON_HEADERS, 'content-length': block.length + tail.length });
-    // One write of both parts (a writev): the block is shared by every answer of its body.
-    res.cork();
-    res.write(block);
-    res.end(tail);
-    res.uncork();
-  });
+  afterCount(d, key, req, res, fallback, body, () =>
+    send(res, [block, tailOf(key)], '/v1/prices/latest', 'POST', t0, d.metrics),
+  );
   return true;
 }
 
 /**
- * The first `length` bytes of `out` (a buffer of OUT), with the headers sendJson gives the same
- * answer, in its order; `out` is used again once the socket has taken them.
+ * A 200 of `parts` with the headers sendJson gives the same answer, in its order. A small answer
+ * is copied into one buffer (one write costs less than several); a large one, a prepared block,
+ * goes as it is held in one writev: a fresh 200 KB buffer per answer was an mmap, its page faults
+ * and an munmap each (glibc maps allocations over 128 KB), half of POST latest's rate.
  */
 function send(
   res: ServerResponse,
-  out: Buffer,
-  length: number,
+  parts: readonly Buffer[],
   route: string,
+  method: string,
   t0: number,
   metrics: ApiMetrics,
-  method: string,
 ): void {
   metrics.hotAnswers.inc();
-  res.once('finish', () => {
-    OUT.give(out);
-    metrics.observeRequest(route, method, res.statusCode, t0);
-  });
+  res.once('finish', () => metrics.observeRequest(route, method, res.statusCode, t0));
+  let length = 0;
+  for (const p of parts) length += p.length;
   res.writeHead(200, { ...JSON_HEADERS, 'content-length': length });
-  res.end(out.subarray(0, length));
+  if (length <= COPIED_UP_TO) return void res.end(Buffer.concat(parts, length));
+  res.cork();
+  for (let i = 0; i < parts.length - 1; i++) res.write(parts[i]);
+  res.end(parts[parts.length - 1]);
+  res.uncork();
+}
+
+/** Below glibc's mapping threshold (128 KB), with room. */
+const COPIED_UP_TO = 64 * 1024;
+
+/** The envelope's end of an answer for `key`, now. */
+const tailOf = (key: ApiKey) => Buffer.from(envelopeTail(key, undefined, Date.now()));
+
+/** The key presented, when already verified and allowed `endpoint` (its plan, its ACL). */
+function allowedKey(req: IncomingMessage, keys: KeyStore, endpoint: EndpointId, market?: string): ApiKey | undefined {
+  const key = keys.verifiedNow(presented(req));
+  if (!key || !planIncludes(key.plan, planFor(endpoint, market))) return undefined;
+  if (key.allowedEndpoints && !key.allowedEndpoints.includes(endpoint)) return undefined;
+  return key;
 }
 
 /** POST latest's prepared blocks, at most `maxBytes` of them (per process). */
