@@ -6,6 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { apiConfigSchema } from '@skinprices/api';
 import { materializerConfigSchema } from '@skinprices/materializer';
+import { notifierConfigSchema } from '@skinprices/notifier';
 import { pollerConfigSchema } from '@skinprices/poller';
 import { commonEnv } from '@skinprices/runtime';
 import { simulatorConfigSchema } from '@skinprices/simulator';
@@ -81,6 +82,10 @@ export function configTables(): string {
     '### Poller (`dist/poller.mjs`, one process per marketplace)',
     '',
     table(pollerConfigSchema, shared),
+    '',
+    '### Notifier (`dist/notifier.mjs`, webhook deliveries)',
+    '',
+    table(notifierConfigSchema, shared),
     '',
     '### Simulator (`dist/simulator.mjs`, local runs and tests only)',
     '',

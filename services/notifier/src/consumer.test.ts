@@ -1,0 +1,121 @@
+/** What a batch of changes makes (consumer.ts), the batch's sealing rule (sealer.ts) and the daily limit (messages.ts). */
+import type { PriceChangeEvent } from '@skinprices/events';
+import { eventId, messageId, WEBHOOK_LIMITS } from '@skinprices/webhooks';
+import { describe, expect, it } from 'vitest';
+import { freshFrom, matchChanges } from './consumer.js';
+import { DAILY_LIMIT_ERROR, overLimit, type NewMessage } from './messages.js';
+import { shouldSeal } from './sealer.js';
+import type { ActiveSubscription } from './subscriptions.js';
+
+const T0 = Date.UTC(2026, 0, 10, 12);
+const change = (name: string, old_price: string | null, new_price: string | null): PriceChangeEvent => ({
+  market: 'cn-a',
+  market_hash_name: name,
+  phase: '',
+  currency: 'CNY',
+  old_price,
+  new_price,
+  old_count: 1,
+  new_count: 1,
+  observed_at: T0,
+  changed_at: T0 + 50,
+});
+const sub = (id: string, extra: Partial<ActiveSubscription> = {}): ActiveSubscription => ({
+  id,
+  keyId: '7',
+  plan: 'pro',
+  url: 'https://example.com/hook',
+  filters: {},
+  batchMax: 1,
+  batchWindowMs: 0,
+  createdAt: T0 - 60_000,
+  secret: 'whsec_x',
+  ...extra,
+});
+
+describe('matchChanges', () => {
+  // Root cause guarded: a consumer catching up (a new group reads the topic's 30 days, or one that
+  // was down) handed a subscription created minutes ago every matching change of the past month.
+  it('gives a subscription no change committed before it was created', () => {
+    const a = change('AK-47 | Redline (Field-Tested)', '10.00', '9.00');
+    const before = sub('wh_new', { createdAt: a.changed_at + 1 });
+    const at = sub('wh_at', { createdAt: a.changed_at });
+    const { messages } = matchChanges([a], [before, at], new Date(T0));
+    expect(messages.map((m) => m.subscriptionId)).toEqual(['wh_at']);
+  });
+
+  it('one message per change and subscription, its id derived from both; a repeat in the batch makes none', () => {
+    const a = change('AK-47 | Redline (Field-Tested)', '10.00', '9.00');
+    const { messages, batchEvents } = matchChanges([a, { ...a }], [sub('wh_a')], new Date(T0));
+    expect(batchEvents).toEqual([]);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatchObject({
+      id: messageId('wh_a', [eventId(a)]),
+      type: 'price.changed',
+      eventCount: 1,
+      committedAt: T0 + 50,
+    });
+    expect(JSON.parse(messages[0]!.body)).toMatchObject({ type: 'price.changed', data: { new_price: '9.00' } });
+  });
+
+  it('filters decide; a batching subscription gets batch events instead', () => {
+    const up = change('A', '10.00', '11.00');
+    const down = change('B', '10.00', '8.00');
+    const subs = [
+      sub('wh_cross', { filters: { crosses: { price: '9', direction: 'down' } } }),
+      sub('wh_batch', { batchMax: 10, batchWindowMs: 1_000 }),
+    ];
+    const { messages, batchEvents } = matchChanges([up, down], subs, new Date(T0));
+    expect(messages.map((m) => m.subscriptionId)).toEqual(['wh_cross']);
+    expect(batchEvents.map((e) => [e.subscriptionId, e.eventId])).toEqual([
+      ['wh_batch', eventId(up)],
+      ['wh_batch', eventId(down)],
+    ]);
+  });
+});
+
+describe('freshFrom', () => {
+  it('the stored offset of this cluster; from the start for another cluster or none', () => {
+    expect(freshFrom({ nextOffset: 42n, clusterId: 'c1' }, 'c1')).toBe(42n);
+    expect(freshFrom({ nextOffset: 42n, clusterId: 'c0' }, 'c1')).toBe(0n);
+    expect(freshFrom(undefined, 'c1')).toBe(0n);
+  });
+});
+
+describe('shouldSeal', () => {
+  const s = { batchMax: 3, batchWindowMs: 1_000 };
+  it.each([
+    [{ count: 0, oldest: T0 - 10_000 }, false],
+    [{ count: 2, oldest: T0 - 999 }, false],
+    [{ count: 2, oldest: T0 - 1_000 }, true],
+    [{ count: 3, oldest: T0 }, true],
+  ])('%j: %s', (open, expected) => {
+    expect(shouldSeal(open, s, T0)).toBe(expected);
+  });
+});
+
+describe('overLimit', () => {
+  const msg = (id: string, keyId: string): NewMessage => ({
+    id,
+    subscriptionId: 'wh_a',
+    keyId,
+    plan: 'pro',
+    type: 'price.changed',
+    body: '{}',
+    eventCount: 1,
+    committedAt: T0,
+  });
+  it("drops the day's messages past the plan's limit, the first ones kept", () => {
+    const limit = WEBHOOK_LIMITS.pro.messagesPerDay;
+    const made = [msg('m1', '1'), msg('m2', '1'), msg('m3', '1'), msg('m4', '2')];
+    const r = overLimit(
+      made,
+      new Map([
+        ['1', limit + 1],
+        ['2', 5],
+      ]),
+    );
+    expect(r).toEqual({ dropped: ['m3'], kept: 3 });
+    expect(DAILY_LIMIT_ERROR).toBe("the plan's daily delivery limit was reached");
+  });
+});

@@ -1,0 +1,257 @@
+/*
+ * The subscriptions the notifier serves, in memory: every active subscription whose API key may
+ * have webhooks now (enabled, unexpired, on a plan with WEBHOOK_LIMITS), with its filters parsed
+ * and its secrets opened. Reloaded every `refreshMs` and at once on NOTIFY `skinprices_webhooks`
+ * (the API, on every write; payload: the webhooks schema) or `skinprices_keys` (the keys table's
+ * trigger; payload: the keys schema). A notification is a hint: the timer alone keeps it right
+ * within `refreshMs`, and every (re)connection of the listener reloads, since anything may have
+ * changed while nobody listened.
+ *
+ * Listener:  connecting ──▶ listening ──(connection lost)──▶ backoff ──▶ connecting    stop() ──▶ stopped
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Backoff, type Logger } from '@skinprices/runtime';
+import { ident, type Pool, type PoolClient } from '@skinprices/store';
+import { filtersSchema, SecretBox, WEBHOOK_LIMITS, type Filters } from '@skinprices/webhooks';
+
+/** The channel the API notifies on every subscription write (payload: the webhooks schema). */
+export const WEBHOOKS_CHANNEL = 'skinprices_webhooks';
+/** The API keys' trigger's channel (payload: the keys schema). */
+export const KEYS_CHANNEL = 'skinprices_keys';
+
+export type WebhookPlan = keyof typeof WEBHOOK_LIMITS;
+const PLANS = Object.keys(WEBHOOK_LIMITS) as WebhookPlan[];
+
+export interface ActiveSubscription {
+  id: string;
+  /** api_keys.id, as text (bigint). */
+  keyId: string;
+  plan: WebhookPlan;
+  url: string;
+  filters: Filters;
+  batchMax: number;
+  batchWindowMs: number;
+  /** When it was created (epoch ms): changes committed before it are not its own. */
+  createdAt: number;
+  secret: string;
+  /** The secret before the last rotation and until when it still signs (epoch ms). */
+  previous?: { secret: string; until: number };
+}
+
+/** The secrets that sign a delivery made at `now`: the current one, and the previous during the overlap. */
+export function signingSecrets(s: ActiveSubscription, now: number): string[] {
+  return s.previous && s.previous.until > now ? [s.secret, s.previous.secret] : [s.secret];
+}
+
+interface SubscriptionRow {
+  id: string;
+  key_id: string;
+  plan: WebhookPlan;
+  url: string;
+  filters: unknown;
+  batch_max: number;
+  batch_window_ms: number;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_secret_until: Date | null;
+  created_at: Date;
+}
+
+export type ListenerState = 'connecting' | 'listening' | 'backoff' | 'stopped';
+
+export interface SubscriptionsOptions {
+  webhooksSchema: string;
+  keysSchema: string;
+  /** The operators' key ring that opens the sealed secrets. */
+  secretKeys: string;
+  /** @default 5000 */
+  refreshMs?: number;
+}
+
+export class Subscriptions {
+  listenerState: ListenerState = 'connecting';
+  private all: readonly ActiveSubscription[] = [];
+  private byId = new Map<string, ActiveSubscription>();
+  /** When the last reload succeeded (epoch ms); 0: never. */
+  loadedAt = 0;
+  private readonly box: SecretBox;
+  private readonly stopCtl = new AbortController();
+  private loops: Promise<void>[] = [];
+  private reloading: Promise<void> | undefined;
+  private again = false;
+  private readonly changeListeners = new Set<() => void>();
+
+  constructor(
+    private readonly options: SubscriptionsOptions,
+    private readonly deps: { pool: Pool; logger: Logger },
+  ) {
+    this.box = new SecretBox(options.secretKeys);
+  }
+
+  get list(): readonly ActiveSubscription[] {
+    return this.all;
+  }
+
+  get(id: string): ActiveSubscription | undefined {
+    return this.byId.get(id);
+  }
+
+  /** Hears every reload that may have changed something (a NOTIFY, a reconnection, the timer). */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  /**
+   * Loads once, then keeps reloading and listening until stop(). The first load is retried until
+   * it succeeds (or stop()): the keys schema is the API's, and the API may not have migrated it yet
+   * when the notifier starts (`make run` starts them together).
+   */
+  async start(): Promise<void> {
+    const { signal } = this.stopCtl;
+    const backoff = new Backoff({ baseMs: 500, maxMs: 10_000 });
+    while (!signal.aborted) {
+      try {
+        await this.reload();
+        break;
+      } catch (err) {
+        if (backoff.attempts % 10 === 0)
+          this.deps.logger.warn({ err, attempts: backoff.attempts + 1 }, 'subscriptions not loaded yet; retrying');
+        await sleep(backoff.next(), undefined, { signal }).catch(() => undefined);
+      }
+    }
+    if (!signal.aborted) this.loops = [this.refreshLoop(), this.listenLoop()];
+  }
+
+  async stop(): Promise<void> {
+    this.stopCtl.abort();
+    await Promise.all(this.loops);
+    await this.reloading?.catch(() => undefined);
+    this.listenerState = 'stopped';
+  }
+
+  /** Reloads now; a reload asked for while one runs runs once more after it (it may miss the change). */
+  reload(): Promise<void> {
+    if (this.reloading) {
+      this.again = true;
+      return this.reloading;
+    }
+    this.reloading = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.load();
+        } while (this.again && !this.stopCtl.signal.aborted);
+      } finally {
+        this.reloading = undefined;
+      }
+    })();
+    return this.reloading;
+  }
+
+  private async load(): Promise<void> {
+    const keys = `${ident(this.options.keysSchema)}.api_keys`;
+    const { rows } = await this.deps.pool.query<SubscriptionRow>(
+      `SELECT s.id, s.key_id, k.plan, s.url, s.filters, s.batch_max, s.batch_window_ms, s.secret_sealed,
+              s.previous_secret_sealed, s.previous_secret_until, s.created_at
+       FROM webhook_subscriptions s JOIN ${keys} k ON k.id = s.key_id
+       WHERE s.status = 'active' AND NOT k.disabled AND (k.expires_at IS NULL OR k.expires_at > now())
+         AND k.plan = ANY($1::text[])
+       ORDER BY s.id`,
+      [PLANS],
+    );
+    const all: ActiveSubscription[] = [];
+    for (const row of rows) {
+      const s = this.parse(row);
+      if (s) all.push(s);
+    }
+    this.all = all;
+    this.byId = new Map(all.map((s) => [s.id, s]));
+    this.loadedAt = Date.now();
+    for (const l of this.changeListeners) l();
+  }
+
+  /** A row as served; undefined (logged) when its filters or secret cannot be used. */
+  private parse(row: SubscriptionRow): ActiveSubscription | undefined {
+    const filters = filtersSchema.safeParse(row.filters);
+    if (!filters.success) {
+      // The API validates what it stores; a row that does not parse was written by something else.
+      this.deps.logger.error({ subscription: row.id, err: filters.error }, 'subscription filters invalid: not served');
+      return undefined;
+    }
+    try {
+      const previous =
+        row.previous_secret_sealed && row.previous_secret_until
+          ? {
+              secret: this.box.open(row.previous_secret_sealed, row.id),
+              until: row.previous_secret_until.getTime(),
+            }
+          : undefined;
+      return {
+        id: row.id,
+        keyId: row.key_id,
+        plan: row.plan,
+        url: row.url,
+        filters: filters.data,
+        batchMax: row.batch_max,
+        batchWindowMs: row.batch_window_ms,
+        createdAt: row.created_at.getTime(),
+        secret: this.box.open(row.secret_sealed, row.id),
+        ...(previous ? { previous } : {}),
+      };
+    } catch (err) {
+      // A key missing from WEBHOOK_SECRET_KEYS (a ring that dropped a key still in use): nothing
+      // could be signed, so nothing is sent until an operator restores the key.
+      this.deps.logger.error({ subscription: row.id, err }, 'subscription secret cannot be opened: not served');
+      return undefined;
+    }
+  }
+
+  private async refreshLoop(): Promise<void> {
+    const { signal } = this.stopCtl;
+    while (!signal.aborted) {
+      await sleep(this.options.refreshMs ?? 5_000, undefined, { signal }).catch(() => undefined);
+      if (signal.aborted) break;
+      await this.reload().catch((err: unknown) =>
+        this.deps.logger.warn({ err }, 'subscriptions not reloaded; keeping the last ones'),
+      );
+    }
+  }
+
+  /** LISTENs on one connection of its own; every notification for our schemas reloads. */
+  private async listenLoop(): Promise<void> {
+    const { signal } = this.stopCtl;
+    const backoff = new Backoff({ baseMs: 500, maxMs: 10_000 });
+    while (!signal.aborted) {
+      let client: PoolClient | undefined;
+      try {
+        this.listenerState = 'connecting';
+        client = await this.deps.pool.connect();
+        const lost = new Promise<void>((resolve) => {
+          client?.once('error', () => resolve());
+          client?.once('end', () => resolve());
+          signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        client.on('notification', (msg) => {
+          const ours =
+            (msg.channel === WEBHOOKS_CHANNEL && msg.payload === this.options.webhooksSchema) ||
+            (msg.channel === KEYS_CHANNEL && msg.payload === this.options.keysSchema);
+          if (ours) void this.reload().catch(() => undefined);
+        });
+        await client.query(`LISTEN ${WEBHOOKS_CHANNEL}`);
+        await client.query(`LISTEN ${KEYS_CHANNEL}`);
+        await this.reload();
+        this.listenerState = 'listening';
+        backoff.reset();
+        await lost;
+      } catch (err) {
+        if (!signal.aborted) this.deps.logger.warn({ err }, 'subscription notifications lost; reconnecting');
+      } finally {
+        client?.release(true);
+      }
+      if (signal.aborted) break;
+      this.listenerState = 'backoff';
+      await sleep(backoff.next(), undefined, { signal }).catch(() => undefined);
+    }
+  }
+}
