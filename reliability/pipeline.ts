@@ -256,7 +256,7 @@ try {
   const keysSchema = `${schema}_keys`;
   stack.defer(async () => {
     const admin = createPool({ databaseUrl: stack.env.databaseUrl, max: 1 });
-    await admin.query(`DROP SCHEMA IF EXISTS ${keysSchema} CASCADE`);
+    await admin.query(`DROP SCHEMA IF EXISTS ${keysSchema} CASCADE; DROP SCHEMA IF EXISTS ${keysSchema}_hooks CASCADE`);
     await admin.end();
   });
   const unlimited = { perSecond: 1_000_000, perMinute: 1_000_000_000, perDay: 1_000_000_000 };

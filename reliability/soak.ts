@@ -15,10 +15,9 @@
  * stop); the memory verdict is a judgement for the reader, not an exit code.
  */
 import { parseArgs } from 'node:util';
-import { ENDPOINT_IDS } from '@skinprices/api';
 import { closeConnections } from './support/soak-http.js';
 import { soakConfig } from './support/soak-config.js';
-import { uncovered } from './support/soak-mix.js';
+import { SOAKED_ENDPOINT_IDS, uncovered } from './support/soak-mix.js';
 import { startPlatform } from './support/soak-platform.js';
 import { soakResult, writeSoak } from './support/soak-report.js';
 import { runSoak } from './support/soak-run.js';
@@ -31,7 +30,7 @@ const { values } = parseArgs({
   strict: true,
 });
 const config = soakConfig(process.env);
-const missing = uncovered(ENDPOINT_IDS);
+const missing = uncovered(SOAKED_ENDPOINT_IDS);
 if (missing.length)
   throw new Error(`endpoints the soak does not request (reliability/support/soak-mix.ts): ${missing.join(', ')}`);
 

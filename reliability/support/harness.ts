@@ -10,6 +10,7 @@ import { API_MIGRATIONS_DIR, KeyStore, type CreateKeyInput } from '@skinprices/a
 import { waitForUrl } from '@skinprices/runtime';
 import { deleteTopics, ensureTopics, topicDefinitions } from '@skinprices/events';
 import { createPool, ensureSchema, migrate } from '@skinprices/store';
+import { SecretBox, WEBHOOKS_MIGRATIONS_DIR } from '@skinprices/webhooks';
 import { freePort } from '../../test/support/services.js';
 import { type TestStack, uniqueName } from '../../test/support/stack.js';
 import { startService, stopProcess, writeResult } from '../../bench/support/harness.js';
@@ -151,6 +152,9 @@ export interface ApiProcess {
   stop(graceMs?: number): Promise<{ seconds: number; killed: boolean }>;
 }
 
+const HOOK_KEYS = `k1:${SecretBox.generateKey()}`;
+
+/** An API process on the scenario's schemas, with the webhook routes configured (`<keys>_hooks`). */
 export async function startApi(env: {
   databaseUrl: string;
   schema: string;
@@ -159,6 +163,13 @@ export async function startApi(env: {
 }): Promise<ApiProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
+  // Webhooks configured as deployed (the notifier's schema beside the keys', migrated here as the
+  // notifier would): otherwise their routes answer 503, which the fuzz rightly counts as a 5xx.
+  const hooksSchema = `${env.keysSchema}_hooks`;
+  const hooksPool = createPool({ databaseUrl: env.databaseUrl, schema: hooksSchema, max: 1 });
+  await ensureSchema(hooksPool, hooksSchema);
+  await migrate(hooksPool, WEBHOOKS_MIGRATIONS_DIR);
+  await hooksPool.end();
   const launch = () =>
     startService(
       'services/api/src/main.ts',
@@ -168,6 +179,8 @@ export async function startApi(env: {
         KEYS_SCHEMA: env.keysSchema,
         API_HOST: '127.0.0.1',
         API_PORT: String(port),
+        WEBHOOKS_SCHEMA: hooksSchema,
+        WEBHOOK_SECRET_KEYS: HOOK_KEYS,
         LOG_LEVEL: 'error',
         // API_PROCESSES left at its default (a cluster primary and a worker per core), as deployed:
         // without Redis the limiter scenario's counts are then the primary's, shared by the workers.

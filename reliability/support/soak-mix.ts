@@ -8,7 +8,7 @@
  * carries about the same number: the key's limit is 10 per second in fixed windows, and a mix of
  * independent timers lines up in one second now and then and is refused (429).
  */
-import { LIST_MARKETS } from '@skinprices/api';
+import { ENDPOINT_IDS, LIST_MARKETS, WEBHOOK_ENDPOINT_IDS } from '@skinprices/api';
 import type { EndpointId } from '@skinprices/api';
 import type { Recorder } from './soak-recorder.js';
 import { send, type Req } from './soak-http.js';
@@ -114,6 +114,14 @@ const READER_ENDPOINTS: readonly EndpointId[] = ['GET /v1/prices/changes', 'GET 
 function get(path: string, gzip = false): Req {
   return { method: 'GET', path, gzip };
 }
+
+/**
+ * The endpoints a soak reads: every one but the webhook subscriptions' management, which a customer
+ * calls a few times a month, not per second (deliveries under faults: reliability/webhooks.ts).
+ */
+export const SOAKED_ENDPOINT_IDS: readonly EndpointId[] = ENDPOINT_IDS.filter(
+  (e) => !(WEBHOOK_ENDPOINT_IDS as readonly string[]).includes(e),
+);
 
 /** Endpoints of the API that neither the mix nor a reader requests: a new endpoint must join the soak. */
 export function uncovered(all: readonly EndpointId[]): EndpointId[] {

@@ -2,7 +2,7 @@
  * The soak's result: reliability/results/soak.json (the headline keys, what must hold, every
  * sample) and soak.md beside it (the same as tables a reader can judge at a glance).
  */
-import { ENDPOINT_IDS } from '@skinprices/api';
+import { SOAKED_ENDPOINT_IDS } from './soak-mix.js';
 import { writeResult } from '../../bench/support/harness.js';
 import { writeFormatted } from '../../bench/support/format.js';
 import { windows, type SoakConfig } from './soak-config.js';
@@ -21,7 +21,7 @@ function problemsOf(run: SoakRun, s: Summary, stop: StopResult, c: SoakConfig): 
   if (s.errors_5xx > 0 || s.server_5xx)
     out.push(`${s.errors_5xx} answers with a 5xx (the API counted ${String(s.server_5xx)})`);
   if (s.no_answer > 0) out.push(`${s.no_answer} requests without an answer`);
-  const unanswered = ENDPOINT_IDS.filter((e) => !run.answered.includes(e));
+  const unanswered = SOAKED_ENDPOINT_IDS.filter((e) => !run.answered.includes(e));
   if (unanswered.length) out.push(`endpoint classes never answered 200: ${unanswered.join(', ')}`);
   if (run.samples.length !== n) out.push(`${run.samples.length} samples of ${n}`);
   const gaps = run.samples.map((x, i) => x.t_s - (run.samples[i - 1]?.t_s ?? 0));

@@ -17,9 +17,11 @@ import {
   planFor,
   ReadModel,
   RedisRateLimiter,
+  WEBHOOK_ENDPOINT_IDS,
   type EndpointId,
   type Plan,
   type RateLimiter,
+  type WebhookEndpointId,
 } from '@skinprices/api';
 import { SalesExportCache } from '@skinprices/exports';
 import { createLogger } from '@skinprices/runtime';
@@ -115,9 +117,18 @@ describe('read API', () => {
   const get = (url: string, key?: string, headers: Record<string, string> = {}) =>
     app.inject({ method: 'GET', url, headers: { ...(key ? { 'x-api-key': key } : {}), ...headers } });
 
+  /**
+   * The endpoints that read: the webhook endpoints write, and answer only where webhooks are
+   * configured; their plan gate and ACLs are tested in webhooks-api.test.ts.
+   */
+  type ReadEndpointId = Exclude<EndpointId, WebhookEndpointId>;
+  const READ_ENDPOINT_IDS = ENDPOINT_IDS.filter(
+    (id): id is ReadEndpointId => !(WEBHOOK_ENDPOINT_IDS as readonly EndpointId[]).includes(id),
+  );
+
   /** One concrete request per endpoint id. */
   const SAMPLE: Record<
-    EndpointId,
+    ReadEndpointId,
     () => { method: 'GET' | 'POST' | 'HEAD'; url: string; payload?: unknown; market?: string }
   > = {
     'GET /v1/prices/{market}': () => ({ method: 'GET', url: '/v1/prices/cn-b' }),
@@ -149,7 +160,7 @@ describe('read API', () => {
 
   it('plan × endpoint: every endpoint answers 200 to a plan that includes it and 403 otherwise', async () => {
     const rank: Record<Plan, number> = { basic: 0, pro: 1, enterprise: 2 };
-    for (const id of ENDPOINT_IDS)
+    for (const id of READ_ENDPOINT_IDS)
       for (const plan of ['basic', 'pro', 'enterprise'] as const) {
         const s = SAMPLE[id]();
         const res = await app.inject({

@@ -12,9 +12,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ENDPOINT_IDS } from '@skinprices/api';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SoakResult } from '../../reliability/support/soak-report.js';
+import { SOAKED_ENDPOINT_IDS } from '../../reliability/support/soak-mix.js';
 import { EXPECTED_PROCESSES } from '../../reliability/support/soak-run.js';
 
 const MINUTES = 2;
@@ -63,7 +63,7 @@ describe('soak: make soak at smoke size', () => {
     expect(r.samples).toHaveLength((MINUTES * 60) / SAMPLE_S);
     r.samples.forEach((s, i) => expect(s.t_s).toBeCloseTo((i + 1) * SAMPLE_S, -1));
     const answered = new Set(r.samples.flatMap((s) => Object.keys(s.classes)));
-    for (const e of ENDPOINT_IDS) expect(answered, e).toContain(e);
+    for (const e of SOAKED_ENDPOINT_IDS) expect(answered, e).toContain(e);
     // Every sample has every process's memory, and the API's heap and handles.
     for (const s of r.samples) {
       expect(Object.keys(s.processes).sort()).toEqual(EXPECTED_PROCESSES);

@@ -48,6 +48,7 @@ import { registerRoutes } from './routes/index.js';
 import { CATALOGUE_SLUGS, FLOAT_RANGED_MARKETS, LIST_SLUGS, slugs } from './routes/exposure.js';
 import type { StatusOptions } from './status.js';
 import { validatorCompiler } from './validation.js';
+import { registerWebhookRoutes, type WebhookSettings } from './webhooks/routes.js';
 
 /** Marketplaces of GET /v1/prices/{market} (spec 4.1). */
 export const LIST_MARKETS = LIST_SLUGS;
@@ -103,6 +104,11 @@ export interface AppDeps {
    * client that never sends the rest of its body must not hold a stop). @default 10000
    */
   drainMs?: number;
+  /**
+   * Where the webhook endpoints write and how they seal secrets (serve.ts: from the config).
+   * @default none: they answer 503 webhooks_unavailable
+   */
+  webhooks?: WebhookSettings;
 }
 
 declare module 'fastify' {
@@ -445,6 +451,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         slots: deps.streamSlots,
       },
     );
+    registerWebhookRoutes(scope, deps.webhooks);
   });
   return app;
 }

@@ -1,7 +1,19 @@
 import { commonEnv, intFromEnv } from '@skinprices/runtime';
+import { SecretBox } from '@skinprices/webhooks';
 import { z } from 'zod';
 
 const schemaName = z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/);
+
+/** A key ring SecretBox accepts (checked at start: a typo must not wait for the first webhook request). */
+function validRing(ring: string | undefined): boolean {
+  if (ring === undefined) return true;
+  try {
+    SecretBox.parseRing(ring);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export const apiConfigSchema = z
   .object({
@@ -77,6 +89,30 @@ export const apiConfigSchema = z
     AUTH_FAILURES_PER_MINUTE: intFromEnv(1, 1_000_000)
       .default(60)
       .describe('failed authentications a client address may have per minute before its requests get 429'),
+    WEBHOOKS_DATABASE_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+      .optional()
+      .describe(
+        'where webhook subscriptions are written (the primary), when DATABASE_URL is a hot standby; unset: DATABASE_URL. Connected on the first webhook request only',
+      ),
+    WEBHOOKS_SCHEMA: schemaName
+      .default('webhooks')
+      .describe("the notifier's webhooks schema (subscriptions, deliveries); the notifier migrates it"),
+    WEBHOOK_SECRET_KEYS: z
+      .string()
+      .optional()
+      .refine(validRing, 'must be a key ring: <kid>:<base64 of 32 bytes>[,<kid>:<base64 of 32 bytes>…]')
+      .describe(
+        "keys that seal webhook signing secrets at rest, the notifier's WEBHOOK_SECRET_KEYS: '<kid>:<base64 of 32 bytes>', comma-separated, the first sealing and every one opening (rotation: put the new key first). Unset: the webhook endpoints answer 503 webhooks_unavailable",
+      ),
+    WEBHOOK_ALLOW_PRIVATE_URLS: z
+      .enum(['true', 'false'])
+      .default('false')
+      .transform((v) => v === 'true')
+      .describe(
+        'accept webhook URLs on loopback, private and link-local addresses (local runs and tests only: on a server they reach its own network)',
+      ),
     METRICS_HOST: z.string().default('127.0.0.1').describe('where /metrics listens (never the public port)'),
     METRICS_PORT: intFromEnv(0, 65_535).optional().describe('Prometheus /metrics port; unset: no endpoint'),
   })

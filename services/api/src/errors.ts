@@ -22,6 +22,8 @@ export const API_ERROR_CODES = [
   'not_available',
   'cursor_expired',
   'too_many_streams',
+  'webhook_limit',
+  'webhooks_unavailable',
   'internal',
 ] as const;
 export type ApiErrorCode = (typeof API_ERROR_CODES)[number];

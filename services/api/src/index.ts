@@ -7,8 +7,19 @@ export { ListBodyCache } from './list-cache.js';
 export type { ListSource } from './list-reads.js';
 export { ROWS_PER_SEGMENT, SegmentedList, type ListRow, type RowChange } from './list-segments.js';
 export { ApiMetrics } from './metrics.js';
-export { ENDPOINT_IDS, ENDPOINTS, PLANS, planFor, type EndpointId, type Plan } from './plans.js';
+export {
+  ENDPOINT_IDS,
+  ENDPOINTS,
+  PLANS,
+  planFor,
+  WEBHOOK_ENDPOINT_IDS,
+  type EndpointId,
+  type Plan,
+  type WebhookEndpointId,
+} from './plans.js';
 export { ReadModel } from './readmodel.js';
 export { DEFAULT_STATUS_OPTIONS } from './status.js';
 export type { HistoryPoint } from './routes/schemas.js';
 export { parsePayload, PgNotifications, ReadModelVersion } from './version.js';
+export type { WebhookSettings } from './webhooks/routes.js';
+export { WEBHOOKS_API_CONTRACT } from './webhooks/store.js';

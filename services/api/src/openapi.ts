@@ -9,7 +9,7 @@ import type { SwaggerOptions } from '@fastify/swagger';
 import { ENDPOINTS, planFor, type EndpointId } from './plans.js';
 import { MARKETS } from '@skinprices/domain';
 
-const API_VERSION = '1.3.1';
+const API_VERSION = '1.4.0';
 
 type Operation = { summary?: string; description?: string; security?: unknown; 'x-plan'?: string };
 type Document = { paths?: Record<string, Record<string, Operation>> } & Record<string, unknown>;

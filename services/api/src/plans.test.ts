@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ENDPOINT_IDS, planFor, planIncludes } from './plans.js';
+import { ENDPOINT_IDS, planFor, planIncludes, WEBHOOK_ENDPOINT_IDS } from './plans.js';
 
 describe('plans', () => {
   it('higher tiers include everything from lower tiers', () => {
@@ -21,6 +21,10 @@ describe('plans', () => {
     // The 12 endpoints of the spec and /v1/status, plus the change feed (every plan) and stream (pro) beyond it.
     expect(planFor('GET /v1/prices/changes')).toBe('basic');
     expect(planFor('GET /v1/prices/stream')).toBe('pro');
-    expect(ENDPOINT_IDS).toHaveLength(15);
+    expect(planFor('GET /v1/webhooks')).toBe('pro');
+    // ... and the nine webhook endpoints (pro).
+    expect(ENDPOINT_IDS).toHaveLength(24);
+    expect(WEBHOOK_ENDPOINT_IDS).toHaveLength(9);
+    expect(WEBHOOK_ENDPOINT_IDS.every((id) => planFor(id) === 'pro')).toBe(true);
   });
 });

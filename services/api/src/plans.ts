@@ -14,6 +14,26 @@ export function planIncludes(have: Plan, need: Plan): boolean {
   return RANK[have] >= RANK[need];
 }
 
+/**
+ * Beyond the spec: webhooks (webhooks/). A subscription holds delivery capacity of ours for as long
+ * as it exists, as a stream holds a connection: pro, with a limit per plan (WEBHOOK_LIMITS). They
+ * write, and answer only where webhooks are configured (WEBHOOK_SECRET_KEYS): checks that ask every
+ * reading endpoint (plan matrices, soaks) may leave them out.
+ */
+const WEBHOOK_ENDPOINTS = {
+  'POST /v1/webhooks': 'pro',
+  'GET /v1/webhooks': 'pro',
+  'GET /v1/webhooks/{id}': 'pro',
+  'DELETE /v1/webhooks/{id}': 'pro',
+  'POST /v1/webhooks/{id}/rotate-secret': 'pro',
+  'POST /v1/webhooks/{id}/enable': 'pro',
+  'POST /v1/webhooks/{id}/test': 'pro',
+  'GET /v1/webhooks/{id}/deliveries': 'pro',
+  'POST /v1/webhooks/{id}/deliveries/{message_id}/retry': 'pro',
+} as const satisfies Record<string, Plan>;
+export type WebhookEndpointId = keyof typeof WEBHOOK_ENDPOINTS;
+export const WEBHOOK_ENDPOINT_IDS = Object.keys(WEBHOOK_ENDPOINTS) as WebhookEndpointId[];
+
 export const ENDPOINTS = {
   'GET /v1/prices/{market}': 'basic',
   'GET /v1/prices/{market}/buyorder': 'pro',
@@ -33,6 +53,7 @@ export const ENDPOINTS = {
   // whole lists, so every plan has them; a stream holds a connection open, so it needs pro.
   'GET /v1/prices/changes': 'basic',
   'GET /v1/prices/stream': 'pro',
+  ...WEBHOOK_ENDPOINTS,
 } as const satisfies Record<string, Plan>;
 export type EndpointId = keyof typeof ENDPOINTS;
 export const ENDPOINT_IDS = Object.keys(ENDPOINTS) as EndpointId[];

@@ -1,8 +1,9 @@
 /**
  * One API process: config → pools, the schemas it reads, key store, limiter, read model, followers,
- * listener → Fastify. It writes nothing, so it runs on a hot standby as on a primary. Run alone, or
- * as one of a cluster primary's workers (cluster.ts), which then serves the metrics and, without
- * Redis, counts the rate limits.
+ * listener → Fastify. It writes nothing but webhook subscriptions, and those through a pool of their
+ * own, opened on the first webhook request (WEBHOOKS_DATABASE_URL: the primary), so it runs on a
+ * hot standby as on a primary. Run alone, or as one of a cluster primary's workers (cluster.ts),
+ * which then serves the metrics and, without Redis, counts the rate limits.
  */
 import { AggregatorRegistry } from 'prom-client';
 import { ShutdownManager, type Logger } from '@skinprices/runtime';
@@ -201,6 +202,14 @@ export async function serve(config: ApiConfig, logger: Logger, role: Role): Prom
     // A key's open streams are counted over this machine's workers by the primary (cluster.ts).
     streamSlots: role === 'worker' ? new SharedStreamSlots() : undefined,
     wholeReadsAtOnce: config.WHOLE_READS_AT_ONCE,
+    // Connected on the first webhook request only (webhooks/store.ts).
+    webhooks: {
+      databaseUrl: config.WEBHOOKS_DATABASE_URL ?? config.DATABASE_URL,
+      schema: config.WEBHOOKS_SCHEMA,
+      secretKeys: config.WEBHOOK_SECRET_KEYS,
+      allowPrivateUrls: config.WEBHOOK_ALLOW_PRIVATE_URLS,
+      applicationName: `${config.DB_APPLICATION_NAME}-webhooks`,
+    },
   });
   await app.listen({ host: config.API_HOST, port: config.API_PORT });
   shutdown.register('http', () => app.close());

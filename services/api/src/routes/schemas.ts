@@ -337,8 +337,10 @@ const BODY_ERRORS: Record<number, string> = {
 };
 
 export interface ResponseSpec {
-  /** The 200 answer's schema (JSON) or, with `okType`, its media type's schema. */
-  ok: TSchema;
+  /** The success answer's schema (JSON) or, with `okType`, its media type's schema; none for a 204. */
+  ok: TSchema | null;
+  /** The success status: 201 created, 202 accepted, 204 done and nothing to say. @default 200 */
+  okStatus?: 200 | 201 | 202 | 204;
   okType?: string;
   okDescription?: string;
   /** The answer can be a 304 to If-None-Match (cached bodies with an ETag). */
@@ -355,7 +357,7 @@ export interface ResponseSpec {
 export function responses(spec: ResponseSpec): Record<string, unknown> {
   const errors = { ...COMMON_ERRORS, ...(spec.body ? BODY_ERRORS : {}), ...spec.more };
   return {
-    200: {
+    [spec.okStatus ?? 200]: {
       description: spec.okDescription ?? 'OK',
       ...(spec.okHeaders
         ? {
@@ -367,7 +369,10 @@ export function responses(spec: ResponseSpec): Record<string, unknown> {
             ),
           }
         : {}),
-      content: { [spec.okType ?? 'application/json']: { schema: spec.ok } },
+      // `type: 'null'` is how @fastify/swagger writes a response without a body (as the 304 below).
+      ...(spec.ok === null
+        ? { type: 'null' }
+        : { content: { [spec.okType ?? 'application/json']: { schema: spec.ok } } }),
     },
     ...(spec.etag
       ? { 304: { description: 'Not Modified: the ETag sent in If-None-Match still matches', type: 'null' } }
