@@ -233,6 +233,7 @@ async function platformRun(run: number): Promise<Run> {
     TOPIC_SUFFIX: suffix,
     DATABASE_SCHEMA: tag,
     KEYS_SCHEMA: `${tag}_keys`,
+    WEBHOOKS_SCHEMA: `${tag}_webhooks`,
     API_PORT: String(port),
     SIM_CONTROL_PORT: String(port + 1),
     SIM_BASE_PORT: String(port + 2),
@@ -707,7 +708,9 @@ async function platformRun(run: number): Promise<Run> {
     );
     for (const t of topicDefinitions()) await serde.deleteSubject(`${t.name}${suffix}-value`).catch(() => undefined);
     const admin = createPool({ databaseUrl, max: 1 });
-    await admin.query(`DROP SCHEMA IF EXISTS ${tag} CASCADE; DROP SCHEMA IF EXISTS ${tag}_keys CASCADE`);
+    await admin.query(
+      `DROP SCHEMA IF EXISTS ${tag} CASCADE; DROP SCHEMA IF EXISTS ${tag}_keys CASCADE; DROP SCHEMA IF EXISTS ${tag}_webhooks CASCADE`,
+    );
     await admin.end();
   }
 }

@@ -22,6 +22,7 @@ describe('buildServices', () => {
       '/out/poller.mjs',
       '/out/materializer.mjs',
       '/out/api.mjs',
+      '/out/notifier.mjs',
     ]);
   });
 

@@ -22,7 +22,9 @@ import { processExists } from './run-guard.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** Every service's entry. */
-export const SERVICE_ENTRIES = ['simulator', 'poller', 'materializer', 'api'].map((s) => `services/${s}/src/main.ts`);
+export const SERVICE_ENTRIES = ['simulator', 'poller', 'materializer', 'api', 'notifier'].map(
+  (s) => `services/${s}/src/main.ts`,
+);
 
 /** Bare imports other than our workspace packages stay imports (node_modules, node: built-ins). */
 const externalDependencies: Plugin = {

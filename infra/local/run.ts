@@ -1,10 +1,10 @@
 /**
  * `make run`: the whole platform on this machine with demo data. After `make up` (Kafka, registry,
  * PostgreSQL), it creates the topics, issues demo keys, and starts under one supervisor: the
- * upstream simulator, a poller per marketplace, the materializer and the API. Ctrl-C stops them
+ * upstream simulator, a poller per marketplace, the materializer, the API and the webhook notifier. Ctrl-C stops them
  * all. The end-to-end test boots the platform through this same file.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { API_MIGRATIONS_DIR, KeyStore, type Plan } from '@skinprices/api';
@@ -12,6 +12,7 @@ import { AppError, MARKETS } from '@skinprices/domain';
 import { createKafka, ensureTopics, EventSerde, topicDefinitions, waitForKafka } from '@skinprices/events';
 import { commonEnv, createLogger, intFromEnv, parseConfig, waitForUrl } from '@skinprices/runtime';
 import { createPool, ensureDatabase, ensureSchema, migrate } from '@skinprices/store';
+import { SecretBox } from '@skinprices/webhooks';
 import { z } from 'zod';
 import { buildDirectory, buildServices, SERVICE_ENTRIES } from './build.js';
 import { DEFAULT_RESTART_POLICY } from './restart-policy.js';
@@ -29,6 +30,7 @@ const schema = z.object({
   SIM_BASE_PORT: intFromEnv(1, 65_535).default(7101),
   DATABASE_SCHEMA: z.string().default('readmodel'),
   KEYS_SCHEMA: z.string().default('api'),
+  WEBHOOKS_SCHEMA: z.string().default('webhooks'),
   TOPIC_SUFFIX: z.string().default(''),
   SERVICE_CPU_PROF_DIR: z
     .string()
@@ -66,11 +68,17 @@ const schema = z.object({
   METRICS_PORT_OFFSET: intFromEnv(0, 60_000)
     .default(2_000)
     .describe(
-      'Prometheus /metrics at API_PORT + this: the materializer, then the API, then one poller per marketplace (0: none)',
+      'Prometheus /metrics at API_PORT + this: the materializer, then the API, then one poller per marketplace, then the notifier (0: none)',
     ),
   RESTART_HEALTHY_MS: intFromEnv(0, 86_400_000)
     .default(DEFAULT_RESTART_POLICY.healthyMs)
     .describe('a service that ran this long restarts after the shortest pause again'),
+  WEBHOOK_SECRET_KEYS: z
+    .string()
+    .optional()
+    .describe(
+      'the key ring sealing webhook signing secrets (docs/operations.md); unset: one generated at the first run and kept in .local/webhook-secret-keys, so subscriptions outlive a restart',
+    ),
   SKINPRICES_LOCAL_DIR: z
     .string()
     .optional()
@@ -84,10 +92,11 @@ const logger = createLogger('run', config.LOG_LEVEL);
 // first one's keys and crash-loop on its ports while the first answered its health checks.
 const localDir = config.SKINPRICES_LOCAL_DIR ?? resolve(dirname(fileURLToPath(import.meta.url)), '../../.local');
 const api = `http://${config.API_HOST}:${config.API_PORT}`;
-// Metrics listeners, each on its own port (never the public API port): materializer, API, pollers.
+// Metrics listeners, each on its own port (never the public API port): materializer, API, pollers,
+// notifier (last, so that the pollers' ports stay where they were).
 const metricsBase = config.METRICS_PORT_OFFSET ? config.API_PORT + config.METRICS_PORT_OFFSET : 0;
 const metricsPorts = metricsBase
-  ? ['materializer', 'api', ...MARKETS.map((m) => `poller-${m.slug}`)].map((owner, i) => ({
+  ? ['materializer', 'api', ...MARKETS.map((m) => `poller-${m.slug}`), 'notifier'].map((owner, i) => ({
       owner: `${owner} metrics`,
       host: '127.0.0.1',
       port: metricsBase + i,
@@ -153,6 +162,17 @@ const keys = {
 await keysPool.end();
 mkdirSync(dirname(config.DEMO_KEYS_FILE), { recursive: true });
 writeFileSync(config.DEMO_KEYS_FILE, `${JSON.stringify(keys, null, 2)}\n`);
+
+// The API seals webhook signing secrets and the notifier opens them with the same key ring. A
+// local run keeps its generated ring beside the stack's data: a new ring would leave every stored
+// subscription unable to sign.
+const webhookKeysFile = resolve(localDir, 'webhook-secret-keys');
+if (!config.WEBHOOK_SECRET_KEYS && !existsSync(webhookKeysFile)) {
+  mkdirSync(localDir, { recursive: true });
+  writeFileSync(webhookKeysFile, `k1:${SecretBox.generateKey()}\n`, { mode: 0o600 });
+}
+const webhooksSchema = config.WEBHOOKS_SCHEMA;
+const webhookKeys = config.WEBHOOK_SECRET_KEYS ?? readFileSync(webhookKeysFile, 'utf8').trim();
 
 // ---- the services -------------------------------------------------------------------------------
 // Compiled ahead, as deployed (build.ts), into a directory of this run's own.
@@ -242,8 +262,26 @@ supervisor.start({
     KEYS_SCHEMA: config.KEYS_SCHEMA,
     API_HOST: config.API_HOST,
     API_PORT: String(config.API_PORT),
+    WEBHOOKS_SCHEMA: webhooksSchema,
+    WEBHOOK_SECRET_KEYS: webhookKeys,
+    // Local demo receivers listen on this machine: an operator's setting, never a production one.
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     ...metricsEnv('api'),
     LOG_LEVEL: 'info',
+  },
+});
+supervisor.start({
+  name: 'notifier',
+  script: bundle('notifier'),
+  env: {
+    ...common,
+    KEYS_SCHEMA: config.KEYS_SCHEMA,
+    WEBHOOKS_SCHEMA: webhooksSchema,
+    WEBHOOK_SECRET_KEYS: webhookKeys,
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    GROUP_ID: `notifier${config.TOPIC_SUFFIX}`,
+    ...metricsEnv('notifier'),
+    LOG_LEVEL: 'warn',
   },
 });
 await waitForUrl(`${api}/openapi.json`, 300_000);
@@ -258,7 +296,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const)
   });
 
 process.stdout.write(`
-The platform is up: simulator (${control}), ${MARKETS.length} pollers, the materializer and the API (${api}).
+The platform is up: simulator (${control}), ${MARKETS.length} pollers, the materializer, the API (${api}) and the webhook notifier.
 Data appears within a minute or two. Demo keys (also in ${config.DEMO_KEYS_FILE}):
 
   basic       ${keys.basic}
@@ -276,10 +314,13 @@ Data appears within a minute or two. Demo keys (also in ${config.DEMO_KEYS_FILE}
   curl -s -H 'x-api-key: ${keys.basic}' '${api}/v1/prices/changes?since=now'   # then follow next_cursor
   curl -N -H 'x-api-key: ${keys.pro}' ${api}/v1/prices/stream                # live changes (SSE)
   curl -s -H 'x-api-key: ${keys.basic}' ${api}/v1/status
+  curl -s -H 'x-api-key: ${keys.pro}' -H 'content-type: application/json' \\
+       -d '{"url":"http://127.0.0.1:9000/hook","filters":{"min_change_pct":"5"}}' ${api}/v1/webhooks
+       # a signed POST per matching change (receiver: npx tsx examples/webhook-receiver.ts; local URLs allowed here)
   curl -s -H 'x-api-key: ${keys.acl}' ${api}/v1/prices/cn-a          # 403: not in its ACL
   curl -s -H 'x-api-key: ${keys.expired}' ${api}/v1/prices/cn-a      # 401
   open ${api}/docs                                                    # no key needed
-${metricsBase ? `\nPrometheus metrics: http://127.0.0.1:${metricsBase}/metrics (materializer), :${metricsBase + 1} (API), :${metricsBase + 2}… (pollers, in registry order)\n` : ''}
+${metricsBase ? `\nPrometheus metrics: http://127.0.0.1:${metricsBase}/metrics (materializer), :${metricsBase + 1} (API), :${metricsBase + 2}… (pollers, in registry order), :${metricsBase + 2 + MARKETS.length} (notifier)\n` : ''}
 Ctrl-C stops everything.
 `);
 

@@ -86,6 +86,7 @@ export async function startPlatform(o: {
     TOPIC_SUFFIX: `.${tag}`,
     DATABASE_SCHEMA: tag,
     KEYS_SCHEMA: `${tag}_keys`,
+    WEBHOOKS_SCHEMA: `${tag}_webhooks`,
     API_PORT: String(port),
     SIM_CONTROL_PORT: String(port + 1),
     SIM_BASE_PORT: String(port + 2),
@@ -170,7 +171,9 @@ async function removeRun(stack: TestStack, tag: string, keysFile: string): Promi
   for (const n of names) await stack.serde.deleteSubject(`${n}-value`).catch(() => undefined);
   const admin = createPool({ databaseUrl: stack.env.databaseUrl, max: 1 });
   await step('schemas', () =>
-    admin.query(`DROP SCHEMA IF EXISTS ${tag} CASCADE; DROP SCHEMA IF EXISTS ${tag}_keys CASCADE`),
+    admin.query(
+      `DROP SCHEMA IF EXISTS ${tag} CASCADE; DROP SCHEMA IF EXISTS ${tag}_keys CASCADE; DROP SCHEMA IF EXISTS ${tag}_webhooks CASCADE`,
+    ),
   );
   await admin.end();
   if (problems.length) console.error(`clean-up: ${problems.join('; ')}`);

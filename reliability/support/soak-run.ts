@@ -22,6 +22,7 @@ export const EXPECTED_PROCESSES = [
   ...MARKETS.map((m) => `poller ${m.slug}`),
   'materializer',
   'api',
+  'notifier',
 ].sort();
 
 export interface SoakRun {

@@ -9,13 +9,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MARKETS } from '@skinprices/domain';
 import { compatibilityOf, deleteTopics, schemaStem, schemaVersions, topicDefinitions } from '@skinprices/events';
 import { createPool } from '@skinprices/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subscribePriceChanges, type PriceChange } from '../../examples/price-changes-consumer.js';
+import { startWebhookReceiver, type ReceivedWebhook } from '../../examples/webhook-receiver.js';
 import { browserFetchJson, curlGet } from '../support/clients.js';
 import { itemPageUrlProblems, typeIdProblems } from '../support/contract.js';
 import { javaSubscriber } from '../support/java-subscriber.js';
+import { freePort } from '../support/services.js';
 import { eventually } from '../support/eventually.js';
 import { checkContract } from '../support/openapi-contract.js';
 import { TestStack, uniqueName } from '../support/stack.js';
@@ -45,6 +48,7 @@ describe('end to end: make run', () => {
   const suffix = `.${uniqueName('e2e')}`;
   const schema = uniqueName('e2e');
   const keysSchema = `${schema}_keys`;
+  const webhooksSchema = `${schema}_webhooks`;
   let port: number;
   let api: string;
   let control: string;
@@ -66,7 +70,9 @@ describe('end to end: make run', () => {
       // The platform registered a subject per topic: nothing of the test stays in the registry.
       for (const t of topicDefinitions()) await stack.serde.deleteSubject(`${t.name}${suffix}-value`);
       const admin = createPool({ databaseUrl: stack.env.databaseUrl, max: 1 });
-      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; DROP SCHEMA IF EXISTS ${keysSchema} CASCADE`);
+      await admin.query(
+        `DROP SCHEMA IF EXISTS ${schema} CASCADE; DROP SCHEMA IF EXISTS ${keysSchema} CASCADE; DROP SCHEMA IF EXISTS ${webhooksSchema} CASCADE`,
+      );
       await admin.end();
     });
     run = spawn(process.execPath, ['--import', 'tsx', 'infra/local/run.ts'], {
@@ -75,6 +81,7 @@ describe('end to end: make run', () => {
         TOPIC_SUFFIX: suffix,
         DATABASE_SCHEMA: schema,
         KEYS_SCHEMA: keysSchema,
+        WEBHOOKS_SCHEMA: webhooksSchema,
         API_PORT: String(port),
         SIM_CONTROL_PORT: String(port + 1),
         SIM_BASE_PORT: String(port + 2),
@@ -256,8 +263,27 @@ describe('end to end: make run', () => {
     for (const m of listings) expect(m.stale, m.market).toBe(false);
   }, 240_000);
 
-  it('a price change upstream reaches the API and a subscriber of price-changes.v1 (through the registry)', async () => {
+  it('a price change upstream reaches the API, a subscriber of price-changes.v1 (through the registry) and a webhook', async () => {
     const row = (await truth('cn-a', 'listings')).find((r) => r.price !== null && r.phase === '')!;
+    // A customer's receiver: the example, which checks every signature with the standardwebhooks
+    // package. Subscribed through the API with the pro demo key, to this one item only.
+    const received: ReceivedWebhook[] = [];
+    const hookPort = await freePort();
+    const hookUrl = `http://127.0.0.1:${hookPort}/hook`;
+    const created = await fetch(`${api}/v1/webhooks`, {
+      method: 'POST',
+      headers: { 'x-api-key': keys.pro, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        url: hookUrl,
+        filters: { markets: ['cn-a'], items: [{ market_hash_name: row.market_hash_name, phase: '' }] },
+      }),
+    });
+    expect(created.status).toBe(201);
+    const subscription = ((await created.json()) as { data: { id: string; secret: string } }).data;
+    const live = await startWebhookReceiver({ secret: subscription.secret, port: hookPort }, (m) => {
+      received.push(m);
+    });
+    stack.defer(() => live.close());
     const started = Date.now();
     await fetch(`${control}/_sim/override`, {
       method: 'POST',
@@ -297,6 +323,23 @@ describe('end to end: make run', () => {
     console.log(`price change visible: API after ${inApi} ms, price-changes.v1 after ${onTopic} ms`);
     expect(inApi).toBeLessThan(POLL_MS + 5_000 + 2_000);
     expect(onTopic).toBeLessThan(POLL_MS + 5_000 + 2_000);
+    const hooked = await eventually(
+      'the change at the webhook receiver, signed',
+      async () => (received.some((m) => m.changes[0]?.new_price === '12345.67') ? Date.now() - started : undefined),
+      30_000,
+    );
+    console.log(`price change delivered to a webhook after ${hooked} ms`);
+    // Once: a second message, or the same one again, would show here within the pollers' next cycles.
+    await new Promise((r) => setTimeout(r, 2 * POLL_MS));
+    const mine = received.filter((m) => m.changes.some((c) => c.market_hash_name === row.market_hash_name));
+    expect(mine.filter((m) => m.changes[0]?.new_price === '12345.67')).toHaveLength(1);
+    expect(mine.every((m) => !m.duplicate && m.type === 'price.changed')).toBe(true);
+    expect(mine[0]!.changes[0]).toMatchObject({ market: 'cn-a', old_price: row.price, new_count: 3, currency: 'CNY' });
+    const log = await get(`/v1/webhooks/${subscription.id}/deliveries`);
+    expect(log.status).toBe(200);
+    expect(log.body.data).toEqual(
+      expect.arrayContaining([expect.objectContaining({ id: mine[0]!.id, status: 'succeeded', attempts: 1 })]),
+    );
   });
 
   // Root cause guarded: cached bodies were sent as two gzip members (shared head + per-key tail).
@@ -338,7 +381,7 @@ describe('end to end: make run', () => {
     });
   });
 
-  it('operators see every service: Prometheus /metrics of the materializer, the API and a poller', async () => {
+  it('operators see every service: Prometheus /metrics of the materializer, the API, a poller and the notifier', async () => {
     const scrape = async (port: number) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const base = port + 2_000;
     expect(await scrape(base)).toMatch(/^materializer_consumer_lag\{/m);
@@ -346,6 +389,8 @@ describe('end to end: make run', () => {
     expect(await scrape(base + 1)).toMatch(/^api_request_duration_seconds_count\{route="\/v1\/prices\/:market"/m);
     expect(await scrape(base + 1)).toMatch(/^api_auth_failures_total\{reason="disabled"\} 1/m);
     expect(await scrape(base + 2)).toMatch(/^poller_cycles_total\{market="cn-a"/m);
+    // The notifier's port follows the pollers' (infra/local/run.ts); it delivered the webhook above.
+    expect(await scrape(base + 2 + MARKETS.length)).toMatch(/^notifier_deliveries_total\{outcome="ok"\} [1-9]/m);
   });
 
   // Last before SIGINT: its refused keys would move the auth-failure counts the metrics test reads.
@@ -359,6 +404,9 @@ describe('end to end: make run', () => {
       // A cursor of a change log that does not exist (epochs are random): 410 cursor_expired.
       provoke: { 410: { since: '000000000000-0' } },
       drift: 'GET /v1/prices/{market}',
+      // The webhook subscriptions' operations have their own walk (webhooks-api.test.ts): here
+      // they would spend the pro key's subscription limit on probes.
+      only: (op) => !op.includes(' /v1/webhooks'),
     });
     console.log(
       `OpenAPI contract: ${report.probes} probes, ${report.answers} answers checked, ${report.violations.length} violations, ${report.unexercised.length} unexercised; planted drifts caught with ${report.drift.document.length} (document) and ${report.drift.answer.length} (answer) errors; not provoked: ${report.notProvoked.join('; ')}`,
