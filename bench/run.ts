@@ -29,7 +29,7 @@ const outDir = values.out ?? (smoke ? join('.local', 'bench-smoke') : 'bench');
 const size = smoke ? 300 : 35_000;
 const runs = smoke ? 1 : 3;
 const seconds = smoke ? 2 : 10;
-const BENCHES = ['produce', 'materialize', 'api', 'platform', 'topics', 'replica'] as const;
+const BENCHES = ['produce', 'materialize', 'api', 'platform', 'topics', 'replica', 'webhooks'] as const;
 type Bench = (typeof BENCHES)[number];
 const only = values.only ? new Set(values.only.split(',')) : undefined;
 mkdirSync(join(outDir, 'results'), { recursive: true });
@@ -291,6 +291,21 @@ const ROWS: {
     target: 'reported',
     value: r.api.api_rss_total_mb,
     detail: `${r.api.api_processes ?? 1} processes asked (API_PROCESSES), ${apiRss?.length ?? '—'} ran`,
+  },
+  {
+    key: 'webhook_p99_s',
+    what: 'webhook delivery, a change committed → its signed POST at a local receiver, p99 (steady stream)',
+    target: '≤ 2 s',
+    bound: ['atMost', 2],
+    value: r.webhooks.webhook_p99_s,
+    detail: `p50 ${r.webhooks.webhook_p50_s ?? '—'} s; ${r.webhooks.steady_changes_per_s ?? '—'} changes/s for ${r.webhooks.steady_seconds ?? '—'} s, each to ${r.webhooks.subscriptions ?? '—'} subscriptions; signatures not verified by standardwebhooks: ${r.webhooks.webhook_bad_signatures ?? '—'}`,
+  },
+  {
+    key: 'webhook_deliveries_per_s',
+    what: 'webhook deliveries per second, a burst of changes to 8 subscriptions, first produce → last delivery',
+    target: 'reported',
+    value: r.webhooks.webhook_deliveries_per_s,
+    detail: `${r.webhooks.burst_deliveries ?? '—'} deliveries; a bare undici client POSTing as many signed bodies at the notifier's in-flight cap (64) to the same receiver: ${r.webhooks.webhook_floor_per_s ?? '—'}/s, so ${r.webhooks.webhook_vs_floor ?? '—'} of the floor`,
   },
 ];
 

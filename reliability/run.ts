@@ -9,7 +9,8 @@
  *   --only pipeline,poison                                 some scenarios
  *
  * Scenarios (reliability/*.ts): pipeline (upstream fault kinds × marketplaces, invented prices, the
- * limiter, hostile requests), materializer-kills, poison, broker-kill (the three-node cluster,
+ * limiter, hostile requests), materializer-kills, poison, webhooks (receivers down, failing,
+ * throttling and hanging; the notifier SIGKILLed mid-delivery), broker-kill (the three-node cluster,
  * started beside the single-node stack when not running, stopped again afterwards).
  * Needs `make up`. Only loopback targets.
  */
@@ -52,6 +53,7 @@ const SCENARIOS = [
   { name: 'pipeline', budgetS: smoke ? 240 : 900, full: false },
   { name: 'materializer-kills', budgetS: smoke ? 180 : 600, full: false },
   { name: 'poison', budgetS: smoke ? 90 : 180, full: false },
+  { name: 'webhooks', budgetS: smoke ? 150 : 600, full: false },
   // Three more JVMs on this machine and minutes of rounds: not in the smoke run.
   { name: 'broker-kill', budgetS: 900, full: true },
 ] as const;
@@ -123,6 +125,7 @@ for (const s of SCENARIOS)
   for (const e of (r[s.name].errors as string[] | undefined) ?? []) failed.push(`${s.name}: ${e}`);
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 const p = r.pipeline;
+const w = r.webhooks;
 const b = r['broker-kill'];
 const bt = (b.truth ?? {}) as R;
 const fuzz = (p.fuzz ?? {}) as R;
@@ -250,7 +253,50 @@ const ROWS: {
     holds: (v) => v === true,
     detail: `${((r.poison.poisons as { kind: string; dead_lettered: boolean; good_after_applied: number; good_after: number }[] | undefined) ?? []).map((x) => `${x.kind}: dead-lettered ${x.dead_lettered}, ${x.good_after_applied}/${x.good_after} after it applied`).join('; ')}; isolated after ${String(r.poison.seconds_to_isolation ?? '—')} s`,
   },
+  ...webhookRows(w),
 ];
+
+/** The webhook scenario's invariants (reliability/webhooks.ts). */
+function webhookRows(w: R) {
+  const per = JSON.stringify(w.per_subscription ?? null);
+  const base = { scenario: 'webhooks' as const, invariant: '= 0', holds: (v: unknown) => v === 0 };
+  return [
+    {
+      ...base,
+      key: 'webhook_lost',
+      what: 'matching changes never accepted by their receiver (one down, then 500 and 429; one hanging past the timeout; the notifier SIGKILLed mid-delivery)',
+      detail: `${String(w.changes ?? '?')} changes (${String(w.republished ?? '?')} republished) to 4 subscriptions; per subscription ${per}; flaky down ${String(w.flaky_down_s ?? '?')} s, first accepted ${String(w.flaky_first_accept_after_up_s ?? '?')} s after it came up; slow hung ${String(w.slow_hang_s ?? '?')} s (${String(w.slow_timeouts ?? '?')} timed-out requests)`,
+    },
+    {
+      ...base,
+      key: 'webhook_kills',
+      what: 'notifier processes SIGKILLed mid-delivery and restarted',
+      invariant: smoke ? '≥ 2 (smoke)' : '≥ 8',
+      holds: (v: unknown) => (num(v) ?? 0) >= (smoke ? 2 : 8),
+      detail: `at ${JSON.stringify(w.kill_points ?? null)}; messages accepted again after a kill (same webhook-id, at least once): ${String(w.redelivered_ids ?? '?')}`,
+    },
+    {
+      ...base,
+      key: 'webhook_unmatched',
+      what: 'changes delivered to a subscription whose filters they do not match (an independent decimal oracle)',
+      detail: per,
+    },
+    {
+      ...base,
+      key: 'webhook_id_conflicts',
+      what: 'webhook-ids seen with more than one change (or subscription), plus changes of one subscription seen under more than one id (republished included)',
+      detail: `ids with several changes ${String(w.id_conflicts ?? '?')}; changes with several ids ${String(w.changes_with_many_ids ?? '?')}; signatures that did not verify with standardwebhooks: ${String(w.bad_signatures ?? '?')}`,
+    },
+    {
+      ...base,
+      key: 'webhook_good_p99_s',
+      what: 'commit-to-delivery p99 of the healthy subscription while the others are down, failing or hanging (before the first kill)',
+      invariant: '≤ 2',
+      holds: (v: unknown) => (num(v) ?? Infinity) <= 2,
+      detail: `${String(w.good_samples_before_kills ?? '?')} deliveries; the shortest wait after a 429 with Retry-After: 1 before the same message came again: ${String(w.retry_after_min_gap_s ?? '?')} s`,
+    },
+  ];
+}
 
 const summary: R = { mode: smoke ? 'smoke' : 'full', seed };
 const held: Record<string, boolean | null> = {};

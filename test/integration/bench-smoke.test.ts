@@ -46,6 +46,8 @@ describe('bench: make bench --smoke', () => {
       'post_latest_p99_ms',
       'api_p99_vs_nginx',
       'post_latest_p99_vs_nginx',
+      'webhook_p99_s',
+      'webhook_deliveries_per_s',
       'history_p99_vs_nginx',
       'search_p99_vs_nginx',
       'replay_events_per_s',

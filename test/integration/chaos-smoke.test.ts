@@ -4,8 +4,10 @@
  * SIGKILLed materializers, poisoned records, the limiter under 200 concurrent requests per key,
  * hostile requests from fast-check — and the invariants of design.md's failure rules hold: nothing
  * lost, nothing doubled, no zero or invented price, no 5xx, every error in the error shape, the
- * limiter exact, a poisoned record isolated. The broker kill needs three more JVMs and minutes of
- * rounds: it runs in the full `make chaos` only, and its keys are null here.
+ * limiter exact, a poisoned record isolated, every matching change delivered to webhooks through
+ * failing and hanging receivers and a SIGKILLed notifier, signed, once per id. The broker kill
+ * needs three more JVMs and minutes of rounds: it runs in the full `make chaos` only, and its keys
+ * are null here.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -25,6 +27,11 @@ const KEYS = [
   'fuzz_error_shape_ratio',
   'limiter_exact',
   'poison_isolated',
+  'webhook_lost',
+  'webhook_kills',
+  'webhook_unmatched',
+  'webhook_id_conflicts',
+  'webhook_good_p99_s',
   'api_stop_s',
   'materializer_stop_s',
 ];
@@ -57,11 +64,17 @@ describe('chaos: make chaos --smoke', () => {
     expect(r.limiter_exact, tail).toBe(true);
     expect(r.poison_isolated, tail).toBe(true);
     // SIGTERM after the load: the slowest API process and a materializer, each exiting 0.
+    // Webhooks: receivers down, failing, throttling and hanging; the notifier SIGKILLed twice.
+    expect(r.webhook_kills as number, tail).toBeGreaterThanOrEqual(2);
+    expect(r.webhook_lost, tail).toBe(0);
+    expect(r.webhook_unmatched, tail).toBe(0);
+    expect(r.webhook_id_conflicts, tail).toBe(0);
+    expect(r.webhook_good_p99_s as number, tail).toBeLessThanOrEqual(2);
     expect(r.api_stop_s as number, tail).toBeLessThan(5);
     expect(r.materializer_stop_s as number, tail).toBeLessThan(30);
     expect(code, tail).toBe(0);
     const md = readFileSync(join(out, 'results.md'), 'utf8');
     expect(md).toMatch(/^\| key +\| what +\| invariant +\| measured +\| held +\| detail +\|$/m);
     for (const key of KEYS) expect(md).toContain(`\`${key}\``);
-  }, 420_000);
+  }, 540_000);
 });
