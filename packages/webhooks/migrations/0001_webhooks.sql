@@ -22,6 +22,8 @@ CREATE TABLE webhook_subscriptions (
   disabled_at           timestamptz,
   -- The first failed attempt since the last success: 24 h of failures disable the subscription.
   failing_since         timestamptz,
+  -- A receiver's 429 or 503 with Retry-After pauses the whole subscription, not only that message.
+  paused_until          timestamptz,
   created_at            timestamptz NOT NULL DEFAULT now(),
   updated_at            timestamptz NOT NULL DEFAULT now()
 );
@@ -38,8 +40,8 @@ CREATE TABLE webhook_messages (
   event_count      integer NOT NULL CHECK (event_count > 0),
   -- pending: waiting for next_attempt_at; delivering: claimed until lease_until (a notifier that
   -- dies mid-delivery loses its lease and another attempt is made); succeeded; failed: retries
-  -- exhausted or a non-retryable answer; dropped: over the plan's daily delivery limit, never sent.
-  status           text NOT NULL CHECK (status IN ('pending', 'delivering', 'succeeded', 'failed', 'dropped')),
+  -- exhausted or a non-retryable answer.
+  status           text NOT NULL CHECK (status IN ('pending', 'delivering', 'succeeded', 'failed')),
   attempts         integer NOT NULL DEFAULT 0,
   -- The retries' horizon (24 h) counts from here; a customer's retry of a failed message clears it.
   first_attempt_at timestamptz,
@@ -62,7 +64,7 @@ CREATE INDEX webhook_messages_log ON webhook_messages (subscription_id, created_
 CREATE INDEX webhook_messages_sub_due ON webhook_messages (subscription_id, next_attempt_at) WHERE status = 'pending';
 CREATE INDEX webhook_messages_sub_leased ON webhook_messages (subscription_id, lease_until) WHERE status = 'delivering';
 -- Retention deletes finished messages by age.
-CREATE INDEX webhook_messages_finished ON webhook_messages (created_at) WHERE status IN ('succeeded', 'failed', 'dropped');
+CREATE INDEX webhook_messages_finished ON webhook_messages (created_at) WHERE status IN ('succeeded', 'failed');
 
 -- Changes matched by a batching subscription (batch_max > 1), waiting to be sealed into one
 -- message: at batch_max of them, or batch_window_ms after the oldest.
@@ -76,11 +78,13 @@ CREATE TABLE webhook_batch_events (
 );
 CREATE INDEX webhook_batch_events_open ON webhook_batch_events (subscription_id, committed_at) WHERE message_id IS NULL;
 
--- Messages made per API key and UTC day, against the plan's daily delivery limit.
+-- Messages made per API key and UTC day, against the plan's daily delivery limit; past it, the
+-- matches are only counted (dropped), never stored: one key's excess must not fill the log.
 CREATE TABLE webhook_daily_usage (
   key_id   bigint NOT NULL,
   day      date NOT NULL,
   messages integer NOT NULL DEFAULT 0,
+  dropped  integer NOT NULL DEFAULT 0,
   PRIMARY KEY (key_id, day)
 );
 

@@ -12,3 +12,4 @@ export { checkWebhookUrl, guardedLookup, isPublicAddress, type UrlPolicy } from 
 export { SecretBox } from './secret-box.js';
 export { RETRY_HORIZON_MS, retryAfterMs, retryDelayMs } from './schedule.js';
 export { WEBHOOK_LIMITS } from './limits.js';
+export { WEBHOOK_DUE_CHANNEL, WEBHOOKS_CHANNEL } from './channels.js';

@@ -51,7 +51,7 @@ export const notifierConfigSchema = z
       .describe('how long Kafka waits for a silent (crashed) notifier before reassigning its partitions'),
     DELIVERY_LOG_RETENTION_DAYS: intFromEnv(1, 3_650)
       .default(30)
-      .describe('finished deliveries (succeeded, failed, dropped) older than this leave the delivery log'),
+      .describe('finished deliveries (succeeded, failed) older than this leave the delivery log'),
     DB_POOL_SIZE: intFromEnv(4, 200)
       .default(12)
       .describe('PostgreSQL connections: consumer batches, the dispatcher (one per recorded outcome), sealer, LISTEN'),

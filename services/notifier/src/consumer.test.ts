@@ -3,9 +3,9 @@ import type { PriceChangeEvent } from '@skinprices/events';
 import { eventId, messageId, WEBHOOK_LIMITS } from '@skinprices/webhooks';
 import { describe, expect, it } from 'vitest';
 import { freshFrom, matchChanges } from './consumer.js';
-import { DAILY_LIMIT_ERROR, overLimit, type NewMessage } from './messages.js';
+import { splitByDailyLimit, type BatchEvent, type NewMessage } from './messages.js';
 import { shouldSeal } from './sealer.js';
-import type { ActiveSubscription } from './subscriptions.js';
+import { CREATED_AT_MARGIN_MS, type ActiveSubscription } from './subscriptions.js';
 
 const T0 = Date.UTC(2026, 0, 10, 12);
 const change = (name: string, old_price: string | null, new_price: string | null): PriceChangeEvent => ({
@@ -38,10 +38,22 @@ describe('matchChanges', () => {
   // was down) handed a subscription created minutes ago every matching change of the past month.
   it('gives a subscription no change committed before it was created', () => {
     const a = change('AK-47 | Redline (Field-Tested)', '10.00', '9.00');
-    const before = sub('wh_new', { createdAt: a.changed_at + 1 });
-    const at = sub('wh_at', { createdAt: a.changed_at });
-    const { messages } = matchChanges([a], [before, at], new Date(T0));
-    expect(messages.map((m) => m.subscriptionId)).toEqual(['wh_at']);
+    const later = sub('wh_new', { createdAt: a.changed_at + CREATED_AT_MARGIN_MS + 1 });
+    const { messages } = matchChanges([a], [later], new Date(T0));
+    expect(messages).toEqual([]);
+  });
+
+  // Root cause guarded: changed_at is the materializer transaction's START; a change committed
+  // just after a subscription's creation carried an earlier changed_at and was never delivered.
+  it('gives a subscription the changes that started before it but may have committed after', () => {
+    const a = change('AK-47 | Redline (Field-Tested)', '10.00', '9.00');
+    const subs = [
+      sub('wh_at', { createdAt: a.changed_at }),
+      sub('wh_just', { createdAt: a.changed_at + 1 }),
+      sub('wh_margin', { createdAt: a.changed_at + CREATED_AT_MARGIN_MS }),
+    ];
+    const { messages } = matchChanges([a], subs, new Date(T0));
+    expect(messages.map((m) => m.subscriptionId)).toEqual(['wh_at', 'wh_just', 'wh_margin']);
   });
 
   it('one message per change and subscription, its id derived from both; a repeat in the batch makes none', () => {
@@ -67,9 +79,9 @@ describe('matchChanges', () => {
     ];
     const { messages, batchEvents } = matchChanges([up, down], subs, new Date(T0));
     expect(messages.map((m) => m.subscriptionId)).toEqual(['wh_cross']);
-    expect(batchEvents.map((e) => [e.subscriptionId, e.eventId])).toEqual([
-      ['wh_batch', eventId(up)],
-      ['wh_batch', eventId(down)],
+    expect(batchEvents.map((e) => [e.subscriptionId, e.keyId, e.eventId])).toEqual([
+      ['wh_batch', '7', eventId(up)],
+      ['wh_batch', '7', eventId(down)],
     ]);
   });
 });
@@ -94,28 +106,50 @@ describe('shouldSeal', () => {
   });
 });
 
-describe('overLimit', () => {
-  const msg = (id: string, keyId: string): NewMessage => ({
+describe('splitByDailyLimit', () => {
+  const limit = WEBHOOK_LIMITS.pro.messagesPerDay;
+  const msg = (id: string, keyId: string, eventCount = 1): NewMessage => ({
     id,
     subscriptionId: 'wh_a',
     keyId,
     plan: 'pro',
-    type: 'price.changed',
+    type: eventCount > 1 ? 'price.changed.batch' : 'price.changed',
     body: '{}',
-    eventCount: 1,
+    eventCount,
     committedAt: T0,
   });
-  it("drops the day's messages past the plan's limit, the first ones kept", () => {
-    const limit = WEBHOOK_LIMITS.pro.messagesPerDay;
-    const made = [msg('m1', '1'), msg('m2', '1'), msg('m3', '1'), msg('m4', '2')];
-    const r = overLimit(
-      made,
+  const ev = (eventId: string, keyId: string): BatchEvent => ({
+    subscriptionId: 'wh_b',
+    keyId,
+    plan: 'pro',
+    eventId,
+    change: {} as BatchEvent['change'],
+    committedAt: T0,
+  });
+
+  // Root cause guarded: messages past the limit were stored (as 'dropped'), so one key's excess
+  // still grew the log by a row per match without bound.
+  it("keeps the first messages that fit the key's day; the rest are only counted, per key", () => {
+    const r = splitByDailyLimit(
+      [msg('m1', '1'), msg('m2', '1'), msg('m3', '1'), msg('m4', '2'), msg('m5', '1', 7)],
+      [],
       new Map([
-        ['1', limit + 1],
+        ['1', limit - 2],
         ['2', 5],
       ]),
     );
-    expect(r).toEqual({ dropped: ['m3'], kept: 3 });
-    expect(DAILY_LIMIT_ERROR).toBe("the plan's daily delivery limit was reached");
+    expect(r.messages.map((m) => m.id)).toEqual(['m1', 'm2', 'm4']);
+    // A dropped batch message counts each of its changes.
+    expect(r.dropped).toEqual(new Map([['1', 1 + 7]]));
+  });
+
+  it("keeps batch events while the day has room after the batch's messages; past it they are dropped", () => {
+    const full = splitByDailyLimit([msg('m1', '1')], [ev('e1', '1'), ev('e2', '2')], new Map([['1', limit - 1]]));
+    expect(full.messages.map((m) => m.id)).toEqual(['m1']);
+    expect(full.events.map((e) => e.eventId)).toEqual(['e2']);
+    expect(full.dropped).toEqual(new Map([['1', 1]]));
+    const room = splitByDailyLimit([], [ev('e1', '1')], new Map([['1', limit - 1]]));
+    expect(room.events).toHaveLength(1);
+    expect(room.dropped.size).toBe(0);
   });
 });

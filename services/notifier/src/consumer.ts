@@ -1,8 +1,8 @@
 /*
  * The notifier's consumer of price-changes.v1: every change matched against every served
  * subscription, and what matched stored — a message (batch_max 1) or a batch event (batch_max > 1,
- * sealed later: sealer.ts) — in ONE transaction per batch together with the partition's next
- * offset in webhook_consumer_offsets. So a crash anywhere either stored a batch's effects and its
+ * sealed later: sealer.ts), within the keys' daily limits (messages.ts) — in ONE transaction per
+ * batch together with the partition's next offset in webhook_consumer_offsets. So a crash anywhere either stored a batch's effects and its
  * offset, or neither, and the records are read again; message ids derived from the change make a
  * record read again (or republished by the outbox, which is at least once) no second message.
  *
@@ -11,6 +11,12 @@
  * offset it locks, so a batch fetched before the seek landed, or by a process whose partition was
  * revoked meanwhile, changes nothing (the row lock orders two such batches; the second sees the
  * first's offset).
+ *
+ * The subscriptions matched are the cache's (subscriptions.ts), which may be older than a
+ * subscription made moments ago (its NOTIFY missed, the listener reconnecting): matched without it,
+ * the batch's offset would move past its first changes for good. So each batch's transaction asks
+ * the database whether a subscription was created that the cache's last load did not see, and
+ * reloads first if so.
  *
  *   created ──start()──▶ consuming ──(batch fails: rolled back)──▶ erroring ──(kafkajs retries it)──▶ consuming
  *                            └──stop()──▶ stopped
@@ -28,19 +34,11 @@ import type { Logger } from '@skinprices/runtime';
 import type { Pool, PoolClient } from '@skinprices/store';
 import { changeBody, eventId, matches, messageId, toWebhookChange, type WebhookChange } from '@skinprices/webhooks';
 import type { Admin, Kafka } from 'kafkajs';
-import { storeMessages, type NewMessage } from './messages.js';
+import { storeMatches, type BatchEvent, type NewMessage } from './messages.js';
 import type { NotifierMetrics } from './metrics.js';
-import type { ActiveSubscription } from './subscriptions.js';
+import { CREATED_AT_MARGIN_MS, type ActiveSubscription, type LoadMark } from './subscriptions.js';
 
 export type ConsumerState = 'created' | 'consuming' | 'erroring' | 'stopped';
-
-/** A change matched by a batching subscription, waiting for the sealer. */
-export interface BatchEvent {
-  subscriptionId: string;
-  eventId: string;
-  change: WebhookChange;
-  committedAt: number;
-}
 
 /** What a batch's changes make for `subscriptions`: messages (unique ids) and batch events. Pure. */
 export function matchChanges(
@@ -55,13 +53,17 @@ export function matchChanges(
     let wc: WebhookChange | undefined;
     for (const s of subscriptions) {
       // A consumer catching up (a new group reads the topic's 30 days) must not hand a new
-      // subscription the changes committed before it existed.
-      if (change.changed_at < s.createdAt || !matches(s.filters, change)) continue;
+      // subscription the changes committed before it existed. changed_at is the materializer
+      // transaction's START: one committed just after the subscription's creation may carry an
+      // earlier changed_at, hence the margin (a few changes of the minute before, at worst).
+      if (change.changed_at < s.createdAt - CREATED_AT_MARGIN_MS || !matches(s.filters, change)) continue;
       id ??= eventId(change);
       wc ??= toWebhookChange(change);
       if (s.batchMax > 1) {
         batchEvents.set(`${s.id}\0${id}`, {
           subscriptionId: s.id,
+          keyId: s.keyId,
+          plan: s.plan,
           eventId: id,
           change: wc,
           committedAt: change.changed_at,
@@ -100,9 +102,24 @@ export interface CommittedBatch {
   topic: string;
   partition: number;
   changes: number;
+  /** Messages stored (to be sent). */
   created: number;
+  /** Matched changes not stored: their keys' daily limit was reached. */
   dropped: number;
+  /** Batch events stored (to be sealed). */
   batchEvents: number;
+}
+
+/** Whether a subscription was created that the load marked `mark` did not see (subscriptions.ts). */
+async function createdSince(client: PoolClient, mark: LoadMark): Promise<boolean> {
+  const { rows } = await client.query<{ newer: boolean }>(
+    `SELECT EXISTS (
+       SELECT 1 FROM webhook_subscriptions
+       WHERE created_at > $1::timestamptz - $3 * interval '1 millisecond' AND NOT (id = ANY($2::text[]))
+     ) AS newer`,
+    [mark.at, mark.recentIds, CREATED_AT_MARGIN_MS],
+  );
+  return rows[0]?.newer ?? false;
 }
 
 export interface ChangeConsumerOptions {
@@ -132,7 +149,12 @@ export class ChangeConsumer {
       serde: EventSerde;
       pool: Pool;
       logger: Logger;
-      subscriptions: { readonly list: readonly ActiveSubscription[]; readonly loadedAt: number };
+      subscriptions: {
+        readonly list: readonly ActiveSubscription[];
+        readonly loadedAt: number;
+        readonly loadedAsOf: LoadMark | undefined;
+        reload(): Promise<void>;
+      };
       metrics?: NotifierMetrics;
     },
   ) {}
@@ -214,7 +236,7 @@ export class ChangeConsumer {
     let client: PoolClient | undefined;
     try {
       client = await pool.connect();
-      const report = await this.apply(client, batch, subscriptions.list);
+      const report = await this.apply(client, batch);
       this.state = 'consuming';
       metrics?.consumedChanges.inc(report.changes);
       for (const l of this.listeners) l(report);
@@ -228,11 +250,8 @@ export class ChangeConsumer {
   }
 
   /** The batch's transaction: offset row locked, fresh changes matched and stored, offset moved. */
-  private async apply(
-    client: PoolClient,
-    batch: ConsumedBatch<'priceChange'>,
-    subscriptions: readonly ActiveSubscription[],
-  ): Promise<CommittedBatch> {
+  private async apply(client: PoolClient, batch: ConsumedBatch<'priceChange'>): Promise<CommittedBatch> {
+    const { subscriptions } = this.deps;
     const last = batch.messages.at(-1);
     const report = {
       topic: batch.topic,
@@ -249,11 +268,16 @@ export class ChangeConsumer {
       const fresh = batch.messages.filter((m) => BigInt(m.offset) >= from);
       const changes = this.decoded(fresh);
       report.changes = changes.length;
-      const { messages, batchEvents } = matchChanges(changes, subscriptions, new Date());
-      const stored = await storeMessages(client, messages);
+      // A load's mark comes from the database's clock, as created_at does: no clock skew between
+      // the hosts can hide a subscription. The reload (on another connection) sees every commit
+      // this check saw.
+      const mark = subscriptions.loadedAsOf;
+      if (changes.length > 0 && (!mark || (await createdSince(client, mark)))) await subscriptions.reload();
+      const { messages, batchEvents } = matchChanges(changes, subscriptions.list, new Date());
+      const stored = await storeMatches(client, messages, batchEvents);
       report.created = stored.created;
       report.dropped = stored.dropped;
-      report.batchEvents = await storeBatchEvents(client, batchEvents);
+      report.batchEvents = stored.batchEvents;
       await client.query(
         `UPDATE webhook_consumer_offsets SET next_offset = greatest(next_offset, $4), cluster_id = $5, updated_at = now()
          WHERE group_id = $1 AND topic = $2 AND partition = $3`,
@@ -311,23 +335,4 @@ export class ChangeConsumer {
     }
     return out;
   }
-}
-
-/** Inserts the batch events that are new; returns how many. */
-async function storeBatchEvents(client: PoolClient, events: readonly BatchEvent[]): Promise<number> {
-  if (events.length === 0) return 0;
-  const { rowCount } = await client.query(
-    `INSERT INTO webhook_batch_events (subscription_id, event_id, change, committed_at)
-     SELECT e.sub, e.ev, e.change, e.at
-     FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::timestamptz[]) AS e(sub, ev, change, at)
-     JOIN webhook_subscriptions s ON s.id = e.sub
-     ON CONFLICT DO NOTHING`,
-    [
-      events.map((e) => e.subscriptionId),
-      events.map((e) => e.eventId),
-      events.map((e) => JSON.stringify(e.change)),
-      events.map((e) => new Date(e.committedAt).toISOString()),
-    ],
-  );
-  return rowCount ?? 0;
 }

@@ -7,9 +7,15 @@
  * hangs holds only its own slots: at most `perSubscription` deliveries of one subscription at once
  * (counted over every notifier, from the live leases) and `maxInFlight` of this process in total.
  * The claim takes each subscription's due messages apart (a LATERAL per subscription), so one
- * subscription's backlog never fills a round and starves another's.
+ * subscription's backlog never fills a round and starves another's, and skips subscriptions a
+ * receiver's Retry-After paused (paused_until).
  *
- *   idle ──(wake: commit, seal, NOTIFY, a delivery done; or POLL_MS)──▶ claiming ──▶ idle
+ * A commit, a seal or a NOTIFY wakes the loop at once; a finished delivery wakes it no sooner than
+ * `coalesceMs` after the last claim round began, so that a burst of completions (64 in flight
+ * answered within a millisecond) makes one claim round, not one each back to back, while a lone
+ * completion after a quiet spell still claims at once.
+ *
+ *   idle ──(wake: commit, seal, NOTIFY; a delivery done, coalesced; or POLL_MS)──▶ claiming ──▶ idle
  *     └──(PostgreSQL away)──▶ backoff ──▶ idle
  *   any ──stop()──▶ draining (no claims; in-flight deliveries finish, up to the timeout;
  *                   leases still held are given back) ──▶ stopped
@@ -22,10 +28,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Pool, PoolClient } from '@skinprices/store';
+import { WEBHOOKS_CHANNEL } from '@skinprices/webhooks';
 import type { Deliverer } from './deliver.js';
 import type { NotifierMetrics } from './metrics.js';
 import { next, type AttemptOutcome, type Transition } from './outcome.js';
-import { signingSecrets, WEBHOOKS_CHANNEL, type ActiveSubscription } from './subscriptions.js';
+import { signingSecrets, type ActiveSubscription } from './subscriptions.js';
 import { Wakeable } from './wake.js';
 
 export type DispatcherState = 'idle' | 'claiming' | 'backoff' | 'draining' | 'stopped';
@@ -39,6 +46,11 @@ export interface DispatcherOptions {
   deliveryTimeoutMs: number;
   /** Looks for due messages this often without a wake-up. @default 250 */
   pollMs: number;
+  /**
+   * Claim rounds woken by finished deliveries are at least this far apart; completions meanwhile
+   * share one round. 0: each wakes the loop at once. @default 5
+   */
+  coalesceMs?: number;
   /** @default Math.random */
   random?: () => number;
 }
@@ -50,19 +62,34 @@ export const LEASE_MARGIN_MS = 5_000;
 interface Claimed {
   id: string;
   subscription_id: string;
+  type: 'price.changed' | 'price.changed.batch' | 'webhook.test';
   body: string;
   attempts: number;
   committed_at: Date;
   first_attempt_at: Date;
+  /** first_attempt_at and last_attempt_at before this claim, to give the claim back uncounted. */
+  prev_first_attempt_at: Date | null;
+  prev_last_attempt_at: Date | null;
   /** The lease this process holds, exactly as stored (text keeps PostgreSQL's microseconds). */
   lease: string;
 }
 
 // The horizon of the retries counts from the message's first attempt; a customer's retry of a
 // failed message (the API sets it due and clears first_attempt_at) starts a new horizon.
+//
+// The cap per subscription: each subscription's live leases (f.n) leave it room for $2 - f.n
+// more, taken ONCE over the union of its due pending messages and its expired leases (each branch
+// limited too, only so that it stops early on its index). The count is of this statement's
+// snapshot: notifiers claiming the same subscription at the same instant do not see each other's
+// new leases, so together they may briefly hold up to (notifiers × cap) of it — until those
+// deliveries end. Serialising the claims per subscription (an advisory lock per subscription per
+// round, in a transaction of its own) would cost three more round trips a claim and a lock-table
+// entry per subscription; a few extra concurrent deliveries for the time of one exchange is the
+// cheaper bound.
 const CLAIM_SQL = `
 WITH subs AS (
-  SELECT s.id FROM unnest($1::text[]) AS u(id) JOIN webhook_subscriptions s ON s.id = u.id AND s.status = 'active'
+  SELECT s.id FROM unnest($1::text[]) AS u(id) JOIN webhook_subscriptions s ON s.id = u.id
+  WHERE s.status = 'active' AND (s.paused_until IS NULL OR s.paused_until <= now())
 ),
 cand AS (
   SELECT c.id, c.next_attempt_at FROM subs s
@@ -71,18 +98,21 @@ cand AS (
     WHERE d.subscription_id = s.id AND d.status = 'delivering' AND d.lease_until > now()
   ) f
   CROSS JOIN LATERAL (
-    (SELECT m.id, m.next_attempt_at FROM webhook_messages m
-     WHERE m.subscription_id = s.id AND m.status = 'pending' AND m.next_attempt_at <= now()
-     ORDER BY m.next_attempt_at, m.id LIMIT greatest(0, $2 - f.n))
-    UNION ALL
-    (SELECT m.id, m.next_attempt_at FROM webhook_messages m
-     WHERE m.subscription_id = s.id AND m.status = 'delivering' AND m.lease_until <= now()
-     ORDER BY m.next_attempt_at, m.id LIMIT greatest(0, $2 - f.n))
+    SELECT u.id, u.next_attempt_at FROM (
+      (SELECT m.id, m.next_attempt_at FROM webhook_messages m
+       WHERE m.subscription_id = s.id AND m.status = 'pending' AND m.next_attempt_at <= now()
+       ORDER BY m.next_attempt_at, m.id LIMIT greatest(0, $2 - f.n))
+      UNION ALL
+      (SELECT m.id, m.next_attempt_at FROM webhook_messages m
+       WHERE m.subscription_id = s.id AND m.status = 'delivering' AND m.lease_until <= now()
+       ORDER BY m.next_attempt_at, m.id LIMIT greatest(0, $2 - f.n))
+    ) u
+    ORDER BY u.next_attempt_at, u.id LIMIT greatest(0, $2 - f.n)
   ) c
   ORDER BY c.next_attempt_at LIMIT $3
 ),
 locked AS (
-  SELECT m.id FROM webhook_messages m
+  SELECT m.id, m.first_attempt_at, m.last_attempt_at FROM webhook_messages m
   WHERE m.id IN (SELECT id FROM cand)
     AND ((m.status = 'pending' AND m.next_attempt_at <= now()) OR (m.status = 'delivering' AND m.lease_until <= now()))
   FOR UPDATE SKIP LOCKED
@@ -91,7 +121,9 @@ UPDATE webhook_messages m
 SET status = 'delivering', lease_until = now() + $4 * interval '1 millisecond', attempts = m.attempts + 1,
     last_attempt_at = now(), first_attempt_at = coalesce(m.first_attempt_at, now())
 FROM locked WHERE m.id = locked.id
-RETURNING m.id, m.subscription_id, m.body, m.attempts, m.committed_at, m.first_attempt_at, m.lease_until::text AS lease`;
+RETURNING m.id, m.subscription_id, m.type, m.body, m.attempts, m.committed_at, m.first_attempt_at,
+  locked.first_attempt_at AS prev_first_attempt_at, locked.last_attempt_at AS prev_last_attempt_at,
+  m.lease_until::text AS lease`;
 
 /** The lease guard every result's UPDATE carries. */
 const OURS = `id = $1 AND status = 'delivering' AND lease_until = $2::timestamptz`;
@@ -101,6 +133,10 @@ export class Dispatcher {
   private readonly inFlight = new Map<string, { lease: string; done: Promise<void> }>();
   private readonly stopCtl = new AbortController();
   private readonly waker = new Wakeable();
+  /** The pending coalesced wake-up of finished deliveries. */
+  private soon: NodeJS.Timeout | undefined;
+  /** When the last claim round began (performance.now()). */
+  private lastClaimAt = -Infinity;
   private loop: Promise<void> | undefined;
   private readonly deliveredListeners = new Set<(id: string, t: Transition) => void>();
 
@@ -147,6 +183,7 @@ export class Dispatcher {
   async stop(graceMs = this.options.deliveryTimeoutMs + 1_000): Promise<void> {
     this.state = 'draining';
     this.stopCtl.abort();
+    clearTimeout(this.soon);
     await this.loop;
     const all = Promise.allSettled([...this.inFlight.values()].map((f) => f.done));
     await Promise.race([all, sleep(graceMs, undefined, { ref: false })]);
@@ -179,6 +216,7 @@ export class Dispatcher {
 
   /** Claims up to `room` due messages of served subscriptions. */
   private async claim(room: number): Promise<Claimed[]> {
+    this.lastClaimAt = performance.now();
     const ids = this.deps.subscriptions.list.map((s) => s.id);
     if (ids.length === 0) return [];
     const { rows } = await this.deps.pool.query<Claimed>(CLAIM_SQL, [
@@ -201,20 +239,35 @@ export class Dispatcher {
       .finally(() => {
         this.inFlight.delete(c.id);
         metrics?.inFlight.set(this.inFlight.size);
-        this.waker.wake();
+        this.wakeSoon();
       });
     this.inFlight.set(c.id, { lease: c.lease, done });
     metrics?.inFlight.set(this.inFlight.size);
+  }
+
+  /** Wakes the loop for a finished delivery: at once, or `coalesceMs` after the last round began. */
+  private wakeSoon(): void {
+    const wait = (this.options.coalesceMs ?? 5) - (performance.now() - this.lastClaimAt);
+    if (wait <= 0) return this.waker.wake();
+    if (this.soon || this.stopCtl.signal.aborted) return;
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      this.waker.wake();
+    }, wait);
   }
 
   private async deliver(c: Claimed): Promise<void> {
     const { deliverer, metrics } = this.deps;
     const sub = this.deps.subscriptions.get(c.subscription_id);
     if (!sub) {
-      // No longer served since the claim (disabled, its key changed): back to waiting, uncounted.
+      // No longer served since the claim (disabled, its key changed): back to waiting, uncounted —
+      // attempts and the attempts' times as before the claim, so that a first attempt made later
+      // (say after the subscription is enabled again) starts the retries' horizon then.
       await this.deps.pool.query(
-        `UPDATE webhook_messages SET status = 'pending', lease_until = NULL, attempts = attempts - 1 WHERE ${OURS}`,
-        [c.id, c.lease],
+        `UPDATE webhook_messages SET status = 'pending', lease_until = NULL, attempts = attempts - 1,
+           first_attempt_at = $3, last_attempt_at = $4
+         WHERE ${OURS}`,
+        [c.id, c.lease, c.prev_first_attempt_at, c.prev_last_attempt_at],
       );
       return;
     }
@@ -242,8 +295,10 @@ export class Dispatcher {
       attempts: c.attempts,
       firstAttemptAt: c.first_attempt_at.getTime(),
       committedAt: c.committed_at.getTime(),
+      test: c.type === 'webhook.test',
     };
     if (outcome.kind === 'ok') {
+      // A success reads nothing of the subscription: it ends the streak (or, a test, leaves it).
       const t = next({ ...base, failingSince: null }, outcome, now, this.random);
       if (t.status !== 'succeeded') return undefined;
       const { rows } = await this.deps.pool.query<{ n: number }>(
@@ -253,21 +308,21 @@ export class Dispatcher {
            WHERE ${OURS} RETURNING subscription_id
          ), s AS (
            UPDATE webhook_subscriptions SET failing_since = NULL
-           WHERE id IN (SELECT subscription_id FROM m) AND failing_since IS NOT NULL
+           WHERE $6 AND id IN (SELECT subscription_id FROM m) AND failing_since IS NOT NULL
          )
          SELECT count(*)::int AS n FROM m`,
-        [c.id, c.lease, new Date(t.deliveredAt).toISOString(), t.latencyMs, t.statusCode],
+        [c.id, c.lease, new Date(t.deliveredAt).toISOString(), t.latencyMs, t.statusCode, t.failingSince === null],
       );
       return rows[0]?.n ? t : undefined;
     }
     return this.recordFailure(c, outcome, base, now);
   }
 
-  /** A failed attempt: the message's next state and the subscription's failing streak, in one transaction. */
+  /** A failed attempt: the message's next state and its subscription's streak and pause, in one transaction. */
   private async recordFailure(
     c: Claimed,
     outcome: AttemptOutcome,
-    base: { attempts: number; firstAttemptAt: number; committedAt: number },
+    base: { attempts: number; firstAttemptAt: number; committedAt: number; test: boolean },
     now: number,
   ): Promise<Transition | undefined> {
     const client = await this.deps.pool.connect();
@@ -300,7 +355,7 @@ export class Dispatcher {
         await client.query('ROLLBACK');
         return undefined;
       }
-      await this.markFailing(client, c.subscription_id, t);
+      await this.markFailing(client, c.subscription_id, row.failing_since, t);
       await client.query('COMMIT');
       if (t.disable) await this.disabled(c.subscription_id, t.disable);
       return t;
@@ -316,16 +371,29 @@ export class Dispatcher {
     return this.options.random ?? Math.random;
   }
 
-  /** The subscription's failing streak, and its disabling once the streak is 24 h long. */
+  /**
+   * What a failure does to its subscription: the failing streak started (kept if under way), a
+   * Retry-After's pause (only ever lengthened: deliveries in flight together may each answer one),
+   * and the disabling once the streak is 24 h long.
+   */
   private async markFailing(
     client: PoolClient,
     subscriptionId: string,
+    failingSince: Date | null,
     t: Extract<Transition, { status: 'pending' | 'failed' }>,
   ): Promise<void> {
-    await client.query(
-      `UPDATE webhook_subscriptions SET failing_since = coalesce(failing_since, $2::timestamptz) WHERE id = $1`,
-      [subscriptionId, new Date(t.failingSince).toISOString()],
-    );
+    const starts = failingSince === null ? t.failingSince : undefined;
+    if (starts !== undefined || t.pausedUntil !== undefined)
+      await client.query(
+        `UPDATE webhook_subscriptions
+         SET failing_since = coalesce(failing_since, $2::timestamptz), paused_until = greatest(paused_until, $3::timestamptz)
+         WHERE id = $1`,
+        [
+          subscriptionId,
+          starts === undefined ? null : new Date(starts).toISOString(),
+          t.pausedUntil === undefined ? null : new Date(t.pausedUntil).toISOString(),
+        ],
+      );
     if (!t.disable) return;
     await client.query(
       `UPDATE webhook_subscriptions SET status = 'disabled', disabled_reason = $2, disabled_at = now(), updated_at = now()

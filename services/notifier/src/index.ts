@@ -6,11 +6,12 @@ export { ChangeConsumer, freshFrom, matchChanges, type CommittedBatch, type Cons
 export { Dispatcher, LEASE_MARGIN_MS, type DispatcherOptions, type DispatcherState } from './dispatcher.js';
 export { Sealer, shouldSeal, type SealerState } from './sealer.js';
 export {
+  CREATED_AT_MARGIN_MS,
   KEYS_CHANNEL,
   signingSecrets,
   Subscriptions,
-  WEBHOOKS_CHANNEL,
   type ActiveSubscription,
+  type LoadMark,
 } from './subscriptions.js';
 export {
   classifyError,
@@ -21,5 +22,12 @@ export {
   type DeliveryRequest,
   type DeliveryResult,
 } from './deliver.js';
-export { FAILING_DISABLE_MS, next, type AttemptOutcome, type DeliveryState, type Transition } from './outcome.js';
-export { DAILY_LIMIT_ERROR, overLimit } from './messages.js';
+export {
+  DISABLE_MIN_ATTEMPTS,
+  FAILING_DISABLE_MS,
+  next,
+  type AttemptOutcome,
+  type DeliveryState,
+  type Transition,
+} from './outcome.js';
+export { splitByDailyLimit, type BatchEvent, type NewMessage } from './messages.js';

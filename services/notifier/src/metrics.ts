@@ -6,7 +6,7 @@ export class NotifierMetrics {
   readonly registry = new Registry();
   readonly messages = new Counter({
     name: 'notifier_messages_total',
-    help: 'Messages by outcome: created (to be sent), dropped (over the plan’s daily limit), succeeded, failed (retries exhausted or a final answer)',
+    help: 'Messages by outcome: created (to be sent), succeeded, failed (retries exhausted or a final answer); dropped: matched changes not stored, their key’s daily limit reached (each change of a batch counted)',
     labelNames: ['outcome'],
     registers: [this.registry],
   });

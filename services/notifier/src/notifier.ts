@@ -3,8 +3,9 @@
  * sealer of batches (sealer.ts) and the dispatcher that delivers (dispatcher.ts), over one cache
  * of the served subscriptions (subscriptions.ts). Whatever a part commits wakes the next one at
  * once — a batch's messages the dispatcher, its batch events the sealer, a seal the dispatcher,
- * a NOTIFY of the API (a test, a retry, a new subscription) both — so a change is on its way to
- * its receivers within milliseconds of its batch's commit, not a poll interval later.
+ * a NOTIFY of the API about subscriptions (reloaded) both, one about messages made due (a test, a
+ * retry) the dispatcher — so a change is on its way to its receivers within milliseconds of its
+ * batch's commit, not a poll interval later.
  *
  *   created ──start()──▶ starting ──▶ running ──stop()──▶ stopping ──▶ stopped
  *                           └──(Kafka or PostgreSQL refuses)──▶ stopped (start() rejects)
@@ -106,6 +107,7 @@ export class Notifier {
     this.sealer = new Sealer({ pollMs }, parts);
     this.retention = new Retention({ retentionMs: options.logRetentionMs ?? 30 * 86_400_000 }, { pool, logger });
     this.sealer.onSealed(() => this.dispatcher.wake());
+    this.subscriptions.onDue(() => this.dispatcher.wake());
     this.subscriptions.onChange(() => {
       metrics?.subscriptions.set(this.subscriptions.list.length);
       this.dispatcher.wake();
@@ -159,9 +161,9 @@ export class Notifier {
       { kafka, admin, serde, pool, logger, subscriptions: this.subscriptions, ...(metrics ? { metrics } : {}) },
     );
     consumer.onCommitted((b) => {
-      metrics?.messages.inc({ outcome: 'created' }, b.created - b.dropped);
+      metrics?.messages.inc({ outcome: 'created' }, b.created);
       metrics?.messages.inc({ outcome: 'dropped' }, b.dropped);
-      if (b.created > b.dropped) this.dispatcher.wake();
+      if (b.created > 0) this.dispatcher.wake();
       if (b.batchEvents > 0) this.sealer.wake();
       for (const l of this.batchListeners) l(b);
     });

@@ -9,8 +9,15 @@
  *      └───────────────┘
  *                      └── 3xx/4xx/blocked address, or horizon reached ──▶ failed
  *
- * Every failure also marks the subscription failing (since its first failure after a success);
- * once it has failed for FAILING_DISABLE_MS the subscription is disabled with the reason.
+ * The subscription's failing streak (failing_since) says "its endpoint is down": only a retryable
+ * failure starts or continues it, a success ends it. A final answer (3xx, other 4xx, an address we
+ * refuse) is about one message, not the endpoint's health, and leaves the streak as it is. Test
+ * deliveries (webhook.test) never touch it: a customer's tests neither disable a subscription nor
+ * keep a broken one alive. The subscription is disabled, with the reason, when a retryable failure
+ * comes FAILING_DISABLE_MS into the streak on a message already tried DISABLE_MIN_ATTEMPTS times
+ * (one message's first failure after a day of sparse, isolated failures disables nothing).
+ * A 429 or 503 with Retry-After pauses the whole subscription until then (pausedUntil), not only
+ * the message: the receiver asked us to slow down.
  */
 import { HOUR_MS } from '@skinprices/domain';
 import { RETRY_HORIZON_MS, retryDelayMs } from '@skinprices/webhooks';
@@ -33,17 +40,23 @@ export interface DeliveryState {
   committedAt: number;
   /** The subscription's first failure since its last success; null: not failing. */
   failingSince: number | null;
+  /** A webhook.test message: its result never touches the subscription's failing streak. */
+  test: boolean;
 }
 
-/** The message's new state and what happens to its subscription. */
+/**
+ * The message's new state and what happens to its subscription. `failingSince` is the
+ * subscription's failing streak after the attempt: null (ended), a start (kept, or started now), or
+ * absent (untouched: the attempt says nothing about the endpoint's health).
+ */
 export type Transition =
   | {
       status: 'succeeded';
       deliveredAt: number;
       latencyMs: number;
       statusCode: number;
-      /** Always null: a success ends the subscription's failing streak. */
-      failingSince: null;
+      /** null (a success ends the streak), or absent for a test delivery. */
+      failingSince?: null;
     }
   | {
       status: 'pending' | 'failed';
@@ -51,13 +64,19 @@ export type Transition =
       nextAttemptAt?: number;
       statusCode: number | null;
       error: string;
-      failingSince: number;
+      /** Set only by a retryable failure of a message that is not a test. */
+      failingSince?: number;
+      /** The receiver's Retry-After: no delivery of the subscription before then. */
+      pausedUntil?: number;
       /** Set when the subscription is to be disabled: the reason shown to its owner. */
       disable?: string;
     };
 
 /** A subscription every delivery of which failed this long is disabled. */
 export const FAILING_DISABLE_MS = 24 * HOUR_MS;
+
+/** ... and only on a message tried at least this often (the failure in hand included). */
+export const DISABLE_MIN_ATTEMPTS = 3;
 
 /** last_error is shown in the delivery log: bounded, whatever a receiver answered. */
 const MAX_ERROR_CHARS = 300;
@@ -70,15 +89,24 @@ export function next(state: DeliveryState, outcome: AttemptOutcome, now: number,
       // A clock step between the materializer's host and ours must not make it negative.
       latencyMs: Math.max(0, Math.round(now - state.committedAt)),
       statusCode: outcome.status,
-      failingSince: null,
+      ...(state.test ? {} : { failingSince: null }),
     };
   const error = outcome.error.slice(0, MAX_ERROR_CHARS);
-  const failingSince = state.failingSince ?? now;
+  const failing = outcome.kind === 'retry' && !state.test;
+  const failingSince = failing ? (state.failingSince ?? now) : undefined;
   const disable =
-    now - failingSince >= FAILING_DISABLE_MS
+    failingSince !== undefined && now - failingSince >= FAILING_DISABLE_MS && state.attempts >= DISABLE_MIN_ATTEMPTS
       ? `every delivery failed for 24 h; last: ${error}`.slice(0, MAX_ERROR_CHARS + 50)
       : undefined;
-  const common = { statusCode: outcome.status ?? null, error, failingSince, ...(disable ? { disable } : {}) };
+  const pausedUntil =
+    outcome.kind === 'retry' && outcome.retryAfterMs !== undefined ? now + outcome.retryAfterMs : undefined;
+  const common = {
+    statusCode: outcome.status ?? null,
+    error,
+    ...(failingSince === undefined ? {} : { failingSince }),
+    ...(pausedUntil === undefined ? {} : { pausedUntil }),
+    ...(disable ? { disable } : {}),
+  };
   // "At least 24 h": a failure before the horizon is retried even if the retry lands past it.
   if (outcome.kind === 'fail' || now - state.firstAttemptAt >= RETRY_HORIZON_MS) return { status: 'failed', ...common };
   const delay = outcome.retryAfterMs ?? retryDelayMs(state.attempts, random);

@@ -1,8 +1,11 @@
 /*
- * The delivery log's retention: finished messages (succeeded, failed, dropped) older than the
- * retention are deleted, with the batch events they sealed, and daily usage rows of past days.
- * Pending and delivering messages are never deleted: they are work, not log. Deletes go in slices
- * so that a first run over a large log holds no long transaction.
+ * The delivery log's retention: finished messages (succeeded, failed) older than the retention
+ * are deleted, with the batch events they sealed, and daily usage rows of past days. Pending and
+ * delivering messages are never deleted: they are work, not log — and a message a customer
+ * retries between the slice's choice and its delete is work again: the DELETE re-checks the
+ * status on the row it deletes (waiting for, then reading, the retry's committed version), so it
+ * survives, and so do its batch events. Deletes go in slices so that a first run over a large log
+ * holds no long transaction.
  *
  *   idle ──(every intervalMs)──▶ pruning ──(slices done)──▶ idle
  *                                   └──(PostgreSQL away: logged)──▶ idle
@@ -51,18 +54,21 @@ export class Retention {
     let total = 0;
     for (;;) {
       if (this.stopCtl.signal.aborted) break;
-      const { rowCount } = await pool.query(
+      const { rows } = await pool.query<{ chosen: number; deleted: number }>(
         `WITH old AS (
            SELECT id FROM webhook_messages
-           WHERE status IN ('succeeded', 'failed', 'dropped') AND created_at < $1 LIMIT $2
+           WHERE status IN ('succeeded', 'failed') AND created_at < $1 LIMIT $2
+         ), gone AS (
+           DELETE FROM webhook_messages m USING old WHERE m.id = old.id AND m.status IN ('succeeded', 'failed')
+           RETURNING m.id
          ), events AS (
-           DELETE FROM webhook_batch_events e USING old WHERE e.message_id = old.id
+           DELETE FROM webhook_batch_events e USING gone WHERE e.message_id = gone.id
          )
-         DELETE FROM webhook_messages m USING old WHERE m.id = old.id`,
+         SELECT (SELECT count(*)::int FROM old) AS chosen, (SELECT count(*)::int FROM gone) AS deleted`,
         [cutoff, slice],
       );
-      total += rowCount ?? 0;
-      if ((rowCount ?? 0) < slice) break;
+      total += rows[0]?.deleted ?? 0;
+      if ((rows[0]?.chosen ?? 0) < slice) break;
     }
     await pool.query(`DELETE FROM webhook_daily_usage WHERE day < (now() AT TIME ZONE 'UTC')::date - 7`);
     return total;

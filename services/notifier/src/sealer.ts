@@ -4,6 +4,8 @@
  * batch_window_ms ago. The message id is derived from the events it carries (messageId), so a
  * seal that ran twice (a crash between its COMMIT and anything else) makes no second message, and
  * each subscription is sealed under an advisory lock, so two notifiers never split one batch.
+ * A batch message counts as one against its key's daily limit (messages.ts); one past the limit is
+ * not stored, and its events are deleted and counted as dropped.
  *
  *   idle ──(wake: a batch committed events, or POLL_MS)──▶ sealing ──▶ idle
  *     └──(PostgreSQL away)──▶ backoff ──▶ idle            any ──stop()──▶ stopped
@@ -11,7 +13,7 @@
 import { Backoff, type Logger } from '@skinprices/runtime';
 import type { Pool, PoolClient } from '@skinprices/store';
 import { batchBody, messageId, type WebhookChange } from '@skinprices/webhooks';
-import { storeMessages } from './messages.js';
+import { storeMatches } from './messages.js';
 import type { NotifierMetrics } from './metrics.js';
 import type { ActiveSubscription } from './subscriptions.js';
 import { Wakeable } from './wake.js';
@@ -137,7 +139,7 @@ export class Sealer {
       }
       const ids = rows.map((r) => r.event_id);
       const id = messageId(sub.id, ids);
-      const stored = await storeMessages(client, [
+      const stored = await storeMatches(client, [
         {
           id,
           subscriptionId: sub.id,
@@ -152,12 +154,15 @@ export class Sealer {
           committedAt: oldest,
         },
       ]);
+      // Sealed into the message, or dropped with it (the day's limit): no longer open either way.
       await client.query(
-        'UPDATE webhook_batch_events SET message_id = $3 WHERE subscription_id = $1 AND event_id = ANY($2::text[])',
-        [sub.id, ids, id],
+        stored.dropped > 0
+          ? 'DELETE FROM webhook_batch_events WHERE subscription_id = $1 AND event_id = ANY($2::text[])'
+          : 'UPDATE webhook_batch_events SET message_id = $3 WHERE subscription_id = $1 AND event_id = ANY($2::text[])',
+        stored.dropped > 0 ? [sub.id, ids] : [sub.id, ids, id],
       );
       await client.query('COMMIT');
-      this.deps.metrics?.messages.inc({ outcome: 'created' }, stored.created - stored.dropped);
+      this.deps.metrics?.messages.inc({ outcome: 'created' }, stored.created);
       this.deps.metrics?.messages.inc({ outcome: 'dropped' }, stored.dropped);
       return { made: stored.created, full: rows.length >= sub.batchMax };
     } catch (err) {

@@ -2,22 +2,53 @@
  * The subscriptions the notifier serves, in memory: every active subscription whose API key may
  * have webhooks now (enabled, unexpired, on a plan with WEBHOOK_LIMITS), with its filters parsed
  * and its secrets opened. Reloaded every `refreshMs` and at once on NOTIFY `skinprices_webhooks`
- * (the API, on every write; payload: the webhooks schema) or `skinprices_keys` (the keys table's
- * trigger; payload: the keys schema). A notification is a hint: the timer alone keeps it right
- * within `refreshMs`, and every (re)connection of the listener reloads, since anything may have
- * changed while nobody listened.
+ * (the API, on every subscription write; payload: the webhooks schema) or `skinprices_keys` (the
+ * keys table's trigger; payload: the keys schema). A notification is a hint: the timer alone keeps
+ * it right within `refreshMs`, and every (re)connection of the listener reloads, since anything
+ * may have changed while nobody listened. A subscription made since the last load is the one
+ * change a hint missed cannot wait for (its first changes would be matched without it and the
+ * offset moved past them): the consumer asks the database about those before each batch
+ * (`loadedAsOf`, consumer.ts).
+ *
+ * The same connection LISTENs on `skinprices_webhook_due` (the API's test deliveries and retries:
+ * messages made due; payload: the webhooks schema), which reloads nothing and only tells onDue's
+ * listeners (the dispatcher) to look for due messages.
  *
  * Listener:  connecting ──▶ listening ──(connection lost)──▶ backoff ──▶ connecting    stop() ──▶ stopped
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Backoff, type Logger } from '@skinprices/runtime';
 import { ident, type Pool, type PoolClient } from '@skinprices/store';
-import { filtersSchema, SecretBox, WEBHOOK_LIMITS, type Filters } from '@skinprices/webhooks';
+import {
+  filtersSchema,
+  SecretBox,
+  WEBHOOK_DUE_CHANNEL,
+  WEBHOOK_LIMITS,
+  WEBHOOKS_CHANNEL,
+  type Filters,
+} from '@skinprices/webhooks';
 
-/** The channel the API notifies on every subscription write (payload: the webhooks schema). */
-export const WEBHOOKS_CHANNEL = 'skinprices_webhooks';
 /** The API keys' trigger's channel (payload: the keys schema). */
 export const KEYS_CHANNEL = 'skinprices_keys';
+
+/**
+ * How far a transaction's start (what now() — created_at, the change's changed_at — records) may
+ * lie before its commit: the API's and the materializer's transactions take milliseconds, a
+ * minute is far beyond them. A change committed after a subscription's creation may carry a
+ * changed_at this much before the subscription's created_at (consumer.ts), and a subscription
+ * committed after a load may carry a created_at this much before the load's now().
+ */
+export const CREATED_AT_MARGIN_MS = 60_000;
+
+/**
+ * Where a load stood in the database: its now(), as PostgreSQL's text (microseconds kept), and the
+ * ids of every subscription (served or not) it saw created in the CREATED_AT_MARGIN_MS before. A
+ * subscription created after `at` - margin and not among `recentIds` was not seen by the load.
+ */
+export interface LoadMark {
+  at: string;
+  recentIds: readonly string[];
+}
 
 export type WebhookPlan = keyof typeof WEBHOOK_LIMITS;
 const PLANS = Object.keys(WEBHOOK_LIMITS) as WebhookPlan[];
@@ -44,7 +75,10 @@ export function signingSecrets(s: ActiveSubscription, now: number): string[] {
 }
 
 interface SubscriptionRow {
-  id: string;
+  as_of: string;
+  recent_ids: string[];
+  /** null for the one row of an empty load. */
+  id: string | null;
   key_id: string;
   plan: WebhookPlan;
   url: string;
@@ -74,12 +108,15 @@ export class Subscriptions {
   private byId = new Map<string, ActiveSubscription>();
   /** When the last reload succeeded (epoch ms); 0: never. */
   loadedAt = 0;
+  /** The last load's mark in the database's time; undefined: never loaded. */
+  loadedAsOf: LoadMark | undefined;
   private readonly box: SecretBox;
   private readonly stopCtl = new AbortController();
   private loops: Promise<void>[] = [];
   private reloading: Promise<void> | undefined;
   private again = false;
   private readonly changeListeners = new Set<() => void>();
+  private readonly dueListeners = new Set<() => void>();
 
   constructor(
     private readonly options: SubscriptionsOptions,
@@ -100,6 +137,12 @@ export class Subscriptions {
   onChange(listener: () => void): () => void {
     this.changeListeners.add(listener);
     return () => this.changeListeners.delete(listener);
+  }
+
+  /** Hears every NOTIFY on WEBHOOK_DUE_CHANNEL for our schema (messages made due by the API). */
+  onDue(listener: () => void): () => void {
+    this.dueListeners.add(listener);
+    return () => this.dueListeners.delete(listener);
   }
 
   /**
@@ -151,28 +194,38 @@ export class Subscriptions {
 
   private async load(): Promise<void> {
     const keys = `${ident(this.options.keysSchema)}.api_keys`;
+    // One statement, so the mark and the list are of one snapshot; the LEFT JOIN keeps the mark's
+    // row when nothing is served.
     const { rows } = await this.deps.pool.query<SubscriptionRow>(
-      `SELECT s.id, s.key_id, k.plan, s.url, s.filters, s.batch_max, s.batch_window_ms, s.secret_sealed,
-              s.previous_secret_sealed, s.previous_secret_until, s.created_at
-       FROM webhook_subscriptions s JOIN ${keys} k ON k.id = s.key_id
-       WHERE s.status = 'active' AND NOT k.disabled AND (k.expires_at IS NULL OR k.expires_at > now())
-         AND k.plan = ANY($1::text[])
-       ORDER BY s.id`,
-      [PLANS],
+      `WITH mark AS (
+         SELECT now()::text AS as_of,
+                array(SELECT id FROM webhook_subscriptions WHERE created_at > now() - $2 * interval '1 millisecond') AS recent_ids
+       )
+       SELECT mark.as_of, mark.recent_ids, l.* FROM mark LEFT JOIN (
+         SELECT s.id, s.key_id, k.plan, s.url, s.filters, s.batch_max, s.batch_window_ms, s.secret_sealed,
+                s.previous_secret_sealed, s.previous_secret_until, s.created_at
+         FROM webhook_subscriptions s JOIN ${keys} k ON k.id = s.key_id
+         WHERE s.status = 'active' AND NOT k.disabled AND (k.expires_at IS NULL OR k.expires_at > now())
+           AND k.plan = ANY($1::text[])
+       ) l ON true
+       ORDER BY l.id`,
+      [PLANS, CREATED_AT_MARGIN_MS],
     );
     const all: ActiveSubscription[] = [];
     for (const row of rows) {
-      const s = this.parse(row);
+      const s = row.id === null ? undefined : this.parse({ ...row, id: row.id });
       if (s) all.push(s);
     }
+    const mark = rows[0];
     this.all = all;
     this.byId = new Map(all.map((s) => [s.id, s]));
     this.loadedAt = Date.now();
+    if (mark) this.loadedAsOf = { at: mark.as_of, recentIds: mark.recent_ids };
     for (const l of this.changeListeners) l();
   }
 
   /** A row as served; undefined (logged) when its filters or secret cannot be used. */
-  private parse(row: SubscriptionRow): ActiveSubscription | undefined {
+  private parse(row: SubscriptionRow & { id: string }): ActiveSubscription | undefined {
     const filters = filtersSchema.safeParse(row.filters);
     if (!filters.success) {
       // The API validates what it stores; a row that does not parse was written by something else.
@@ -218,7 +271,7 @@ export class Subscriptions {
     }
   }
 
-  /** LISTENs on one connection of its own; every notification for our schemas reloads. */
+  /** LISTENs on one connection of its own; a subscription or key notification for our schemas reloads. */
   private async listenLoop(): Promise<void> {
     const { signal } = this.stopCtl;
     const backoff = new Backoff({ baseMs: 500, maxMs: 10_000 });
@@ -233,6 +286,10 @@ export class Subscriptions {
           signal.addEventListener('abort', () => resolve(), { once: true });
         });
         client.on('notification', (msg) => {
+          if (msg.channel === WEBHOOK_DUE_CHANNEL) {
+            if (msg.payload === this.options.webhooksSchema) for (const l of this.dueListeners) l();
+            return;
+          }
           const ours =
             (msg.channel === WEBHOOKS_CHANNEL && msg.payload === this.options.webhooksSchema) ||
             (msg.channel === KEYS_CHANNEL && msg.payload === this.options.keysSchema);
@@ -240,6 +297,7 @@ export class Subscriptions {
         });
         await client.query(`LISTEN ${WEBHOOKS_CHANNEL}`);
         await client.query(`LISTEN ${KEYS_CHANNEL}`);
+        await client.query(`LISTEN ${WEBHOOK_DUE_CHANNEL}`);
         await this.reload();
         this.listenerState = 'listening';
         backoff.reset();
