@@ -14,7 +14,7 @@
 
 /** The column types the contract uses (format_type's names, without modifiers; timestamptz abbreviated). */
 export type PgType =
-  'text' | 'text[]' | 'integer' | 'bigint' | 'numeric' | 'boolean' | 'timestamptz' | 'jsonb' | 'bytea';
+  'text' | 'text[]' | 'integer' | 'bigint' | 'numeric' | 'boolean' | 'timestamptz' | 'date' | 'jsonb' | 'bytea';
 /** A column as a contract writes it: its type, with `?` when it can be NULL. */
 export type Column = PgType | `${PgType}?`;
 /** Relations (views or tables) → columns → Column. */
@@ -201,6 +201,8 @@ interface TsOf {
   numeric: string;
   boolean: boolean;
   timestamptz: Date;
+  /** Midnight of the day in the process's time zone: read a date as text (to_char) instead. */
+  date: Date;
   jsonb: unknown;
   bytea: Buffer;
 }

@@ -23,6 +23,7 @@ export const API_ERROR_CODES = [
   'cursor_expired',
   'too_many_streams',
   'webhook_limit',
+  'webhook_daily_limit',
   'webhooks_unavailable',
   'internal',
 ] as const;
@@ -34,8 +35,10 @@ export class ApiError extends Error {
     readonly code: ApiErrorCode,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** The error this answers for (logged with it, never sent). */
+    cause?: unknown,
   ) {
-    super(message);
+    super(message, cause === undefined ? undefined : { cause });
   }
 
   body(): { error: { status: number; code: ApiErrorCode; message: string } } {

@@ -1,8 +1,10 @@
 /**
  * The webhook management endpoints (/v1/webhooks…, plan pro): a key's subscriptions, their
- * secrets, test deliveries and delivery log. The notifier (services/notifier) delivers; these
- * only write what it reads, and wake it (store.ts). Unlike every other route they write, so they
- * answer only where configured: without WEBHOOK_SECRET_KEYS, 503 webhooks_unavailable.
+ * secrets, test deliveries and delivery log, and its daily usage. The notifier (services/notifier)
+ * delivers; these only write what it reads, and wake it (store.ts). Tests and retries count
+ * against the key's daily delivery limit as the notifier's matches do. Unlike every other route
+ * they write, so they answer only where configured: without WEBHOOK_SECRET_KEYS, 503
+ * webhooks_unavailable; with their database unreachable or misconfigured, 503 too (store.ts).
  *
  * A signing secret is returned twice at most in its life: when made (create, rotate-secret). At
  * rest it is sealed under the operator's key ring with the subscription id as associated data
@@ -156,6 +158,25 @@ class Webhooks {
 /** The key's plan limit of subscriptions (basic never gets here: the plan gate is first). */
 const subscriptionLimit = (key: ApiKey): number => (key.plan === 'basic' ? 0 : WEBHOOK_LIMITS[key.plan].subscriptions);
 
+/** The key's plan limit of messages per UTC day: changes matched, tests and retries together. */
+const dailyLimit = (key: ApiKey): number => (key.plan === 'basic' ? 0 : WEBHOOK_LIMITS[key.plan].messagesPerDay);
+
+/**
+ * A test or retry past the key's daily limit: 429, as the spec answers every per-day limit, with
+ * Retry-After until the next UTC day (when the count starts over), under a code of its own (as
+ * too_many_streams): waiting a second, as after rate_limited, would not help.
+ */
+function dailyLimitReached(key: ApiKey, now = Date.now()): ApiError {
+  const d = new Date(now);
+  const wait = Math.max(1, Math.ceil((Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1) - now) / 1000));
+  return new ApiError(
+    429,
+    'webhook_daily_limit',
+    `this key has had its plan's ${dailyLimit(key)} webhook deliveries of today (UTC); tests and retries can be made again in ${wait} s`,
+    { 'retry-after': String(wait) },
+  );
+}
+
 /** The url and filters of a create body, checked beyond their schema (SSRF rules, filter semantics). */
 function checkedInput(body: CreateInput, allowPrivate: boolean): { url: string; filters: object } {
   const url = checkWebhookUrl(body.url, { allowPrivate });
@@ -229,8 +250,11 @@ async function deliveries(
 /** Listing and enabling subscriptions. */
 function registerSubscriptionRoutes(app: FastifyInstance, w: Webhooks): void {
   app.get('/v1/webhooks', { config: { endpoint: 'GET /v1/webhooks' }, schema: LIST }, async (req, reply) => {
-    const rows = await w.ready().store.list(keyOf(req).id);
-    return sendObject(reply, { data: rows.map((r) => subscriptionJson(r)), ...keyFieldsOf(req) }, NO_STORE);
+    const { store } = w.ready();
+    const key = keyOf(req);
+    const rows = await store.list(key.id);
+    const usage = { ...(await store.usage(key.id)), limit: dailyLimit(key) };
+    return sendObject(reply, { data: rows.map((r) => subscriptionJson(r)), usage, ...keyFieldsOf(req) }, NO_STORE);
   });
   app.post<{ Params: IdParams }>(
     '/v1/webhooks/:id/rotate-secret',
@@ -279,9 +303,11 @@ function registerDeliveryRoutes(app: FastifyInstance, w: Webhooks): void {
     '/v1/webhooks/:id/test',
     { config: { endpoint: 'POST /v1/webhooks/{id}/test' }, schema: TEST },
     async (req, reply) => {
+      const key = keyOf(req);
       const message = { id: testMessageId(), body: testBody(req.params.id, new Date()) };
-      const id = await w.ready().store.enqueueTest(keyOf(req).id, req.params.id, message);
+      const id = await w.ready().store.enqueueTest(key.id, req.params.id, message, dailyLimit(key));
       if (!id) throw notFound(req.params.id);
+      if (id === 'limit') throw dailyLimitReached(key);
       return sendObject(reply.code(202), { data: { message_id: id }, ...keyFieldsOf(req) }, NO_STORE);
     },
   );
@@ -294,7 +320,9 @@ function registerDeliveryRoutes(app: FastifyInstance, w: Webhooks): void {
     '/v1/webhooks/:id/deliveries/:message_id/retry',
     { config: { endpoint: 'POST /v1/webhooks/{id}/deliveries/{message_id}/retry' }, schema: RETRY },
     async (req, reply) => {
-      const row = await w.ready().store.retry(keyOf(req).id, req.params.id, req.params.message_id);
+      const key = keyOf(req);
+      const row = await w.ready().store.retry(key.id, req.params.id, req.params.message_id, dailyLimit(key));
+      if (row === 'limit') throw dailyLimitReached(key);
       if (!row)
         throw new ApiError(
           404,

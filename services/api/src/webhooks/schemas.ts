@@ -102,7 +102,8 @@ const Subscription = closed({
   status: Type.Unsafe<string>({
     type: 'string',
     enum: STATUSES,
-    description: 'disabled: after 24 h of failed deliveries (disabled_reason says why); enable it again to resume',
+    description:
+      'disabled: after 24 h of failed deliveries (disabled_reason says why); no changes are matched for it while disabled (none are queued); enable it again to resume its queued deliveries',
   }),
   disabled_reason: StrOrNull('why it was disabled; null when active'),
   disabled_at: TsOrNull,
@@ -119,7 +120,7 @@ const Secret = Type.String({
   description: "the signing secret ('whsec_' and base64 of 32 bytes): shown only here, store it",
 });
 
-const MESSAGE_STATUSES = ['pending', 'delivering', 'succeeded', 'failed', 'dropped'] as const;
+const MESSAGE_STATUSES = ['pending', 'delivering', 'succeeded', 'failed'] as const;
 const Delivery = closed({
   id: Type.String({ description: "the message id ('msg_…'), sent as webhook-id: the same on every attempt" }),
   type: Type.Unsafe<string>({ type: 'string', enum: ['price.changed', 'price.changed.batch', 'webhook.test'] }),
@@ -127,7 +128,7 @@ const Delivery = closed({
     type: 'string',
     enum: [...MESSAGE_STATUSES],
     description:
-      "pending: waiting for its next attempt; delivering: being sent; succeeded; failed: retries exhausted or a non-retryable answer; dropped: over the plan's daily delivery limit, never sent (retry it)",
+      'pending: waiting for its next attempt; delivering: being sent; succeeded; failed: retries exhausted or a non-retryable answer',
   }),
   attempts: Type.Integer(),
   event_count: Type.Integer({ description: 'changes in it (1 unless batched)' }),
@@ -138,7 +139,9 @@ const Delivery = closed({
   last_status_code: IntOrNull("the receiver's HTTP status at the last attempt; null without an answer"),
   last_error: StrOrNull('what went wrong at the last attempt (up to 256 characters of the answer)'),
   delivered_at: TsOrNull,
-  latency_ms: IntOrNull('from committed_at to the 2xx answer'),
+  latency_ms: IntOrNull(
+    'from committed_at to the 2xx answer; for a retried delivery too, so it includes the time before the retry',
+  ),
 });
 
 const IdPath = Type.Object({
@@ -153,8 +156,11 @@ const MessagePath = Type.Object({
 const MORE: Record<number, string> = {
   403: "plan_required (webhooks need pro) or endpoint_not_allowed (the key's ACL)",
   404: 'no such subscription of this key (another key\u2019s is not found either), or route',
-  503: 'webhooks_unavailable: webhooks are not configured on this server, or not migrated yet; not_available: the database is unavailable. Retry-After says when to retry',
+  503: 'webhooks_unavailable: webhooks are not configured on this server, not set up yet, or their database is unreachable or misconfigured (the message says which); not_available: a conflict with a concurrent request, or every connection busy. Retry-After says when to retry',
 };
+/** A test or retry past the key's daily limit. */
+const DAILY_429 =
+  "rate_limited or auth_rate_limited (as every endpoint), or webhook_daily_limit: the key has had its plan's deliveries of the UTC day (pro 100,000, enterprise 2,000,000); Retry-After: seconds until the next UTC day";
 const answer = (data: TSchema) => closed({ data, ...keyFields });
 
 export const CREATE = {
@@ -173,9 +179,24 @@ export const CREATE = {
     },
   }),
 };
+const Usage = closed(
+  {
+    day: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'the current UTC day, YYYY-MM-DD' }),
+    messages: Type.Integer({
+      minimum: 0,
+      description: 'deliveries made today: matched changes (or batches), tests and retries',
+    }),
+    dropped: Type.Integer({
+      minimum: 0,
+      description: 'changes matched today past the limit: neither sent nor kept in the delivery log',
+    }),
+    limit: Type.Integer({ description: "the plan's deliveries per key and UTC day" }),
+  },
+  "The key's deliveries of the current UTC day against its plan's daily limit (every subscription of the key together)",
+);
 export const LIST = {
-  summary: "The key's webhook subscriptions, oldest first (no secrets)",
-  response: responses({ ok: answer(Type.Array(Subscription)), more: MORE }),
+  summary: "The key's webhook subscriptions, oldest first (no secrets), and its deliveries of the day",
+  response: responses({ ok: closed({ data: Type.Array(Subscription), usage: Usage, ...keyFields }), more: MORE }),
 };
 export const GET_ONE = {
   summary: 'One webhook subscription (no secret)',
@@ -189,7 +210,7 @@ export const DELETE = {
 };
 export const ROTATE = {
   summary:
-    'A new signing secret; the previous one keeps signing too for 24 hours (each delivery carries both signatures), so receivers can switch without losing one',
+    'A new signing secret; the previous one keeps signing too for 24 hours (each delivery carries both signatures), so receivers can switch without losing one. Only the current and the immediately previous secret sign: rotating again within the 24 hours drops the older one at once',
   params: IdPath,
   response: responses({
     ok: answer(
@@ -202,18 +223,20 @@ export const ROTATE = {
   }),
 };
 export const ENABLE = {
-  summary: 'Enable a subscription again (after 24 h of failures disabled it): its waiting deliveries resume',
+  summary:
+    'Enable a subscription again (after 24 h of failures disabled it): changes are matched for it again from now, and its queued deliveries resume with a fresh 24 hours of retries',
   params: IdPath,
   response: responses({ ok: answer(Subscription), more: MORE }),
 };
 export const TEST = {
-  summary: "Send a test delivery (type webhook.test) now; its result shows in the subscription's deliveries",
+  summary:
+    "Send a test delivery (type webhook.test) now; its result shows in the subscription's deliveries. It counts against the key's daily limit",
   params: IdPath,
   response: responses({
     ok: answer(closed({ message_id: Type.String() })),
     okStatus: 202,
     okDescription: 'Accepted: the delivery is due now',
-    more: MORE,
+    more: { ...MORE, 429: DAILY_429 },
   }),
 };
 export const DELIVERIES = {
@@ -242,12 +265,12 @@ export const DELIVERIES = {
 };
 export const RETRY = {
   summary:
-    'Send a delivery again, now (failed, dropped or even succeeded ones); its attempts start over. One being sent at this moment is left to that attempt',
+    "Send a delivery again, now (a failed or even a succeeded one); its attempts and 24 hours of retries start over, and it counts against the key's daily limit. One being sent at this moment is left to that attempt",
   params: MessagePath,
   response: responses({
     ok: answer(Delivery),
     okStatus: 202,
     okDescription: 'Accepted: the delivery is due now',
-    more: { ...MORE, 404: 'no such subscription of this key, or no such message of it' },
+    more: { ...MORE, 404: 'no such subscription of this key, or no such message of it', 429: DAILY_429 },
   }),
 };
