@@ -53,7 +53,7 @@ const SCENARIOS = [
   { name: 'pipeline', budgetS: smoke ? 240 : 900, full: false },
   { name: 'materializer-kills', budgetS: smoke ? 180 : 600, full: false },
   { name: 'poison', budgetS: smoke ? 90 : 180, full: false },
-  { name: 'webhooks', budgetS: smoke ? 150 : 600, full: false },
+  { name: 'webhooks', budgetS: smoke ? 240 : 600, full: false },
   // Three more JVMs on this machine and minutes of rounds: not in the smoke run.
   { name: 'broker-kill', budgetS: 900, full: true },
 ] as const;
@@ -293,7 +293,15 @@ function webhookRows(w: R) {
       what: 'commit-to-delivery p99 of the healthy subscription while the others are down, failing or hanging (before the first kill)',
       invariant: '≤ 2',
       holds: (v: unknown) => (num(v) ?? Infinity) <= 2,
-      detail: `${String(w.good_samples_before_kills ?? '?')} deliveries; the shortest wait after a 429 with Retry-After: 1 before the same message came again: ${String(w.retry_after_min_gap_s ?? '?')} s`,
+      detail: `${String(w.good_samples_before_kills ?? '?')} deliveries`,
+    },
+    {
+      ...base,
+      key: 'webhook_retry_after_honoured',
+      what: 'after each 429 with Retry-After: 7, no request reached that receiver for 7 s (the subscription paused) and the throttled message came again no sooner (the backoff alone: 2.5–10 s)',
+      invariant: 'true',
+      holds: (v: unknown) => v === true,
+      detail: `${JSON.stringify(w.retry_after ?? null)}`,
     },
   ];
 }

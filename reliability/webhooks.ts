@@ -8,7 +8,8 @@
  * Invariants: every change that matches a subscription is accepted by its receiver at least once;
  * nothing that does not match is delivered; each webhook-id maps to one change (and one change of
  * one subscription to one id, republished or not); no signature fails; the healthy subscription's
- * commit-to-delivery p99 stays ≤ 2 s while the others fail; a 429's Retry-After is honoured.
+ * commit-to-delivery p99 stays ≤ 2 s while the others fail; a 429's Retry-After is honoured (the
+ * same message comes again after it, not after the backoff's own delay).
  * The filter oracle here is written independently of packages/webhooks (decimal.js, no floats).
  *
  *   node --import tsx reliability/webhooks.ts [--smoke] [--seed n] [--out file]
@@ -49,6 +50,7 @@ const DOWN_MS = args.smoke ? 5_000 : 20_000;
 const HANG_MS = args.smoke ? 6_000 : 30_000;
 const SETTLE_MS = args.smoke ? 90_000 : 240_000;
 const MARKETS = ['cn-a', 'eu-a', 'usd-1'];
+const RETRY_AFTER_S = 7;
 
 interface Sub {
   name: string;
@@ -87,10 +89,19 @@ function changes(n: number, t0: number): PriceChange[] {
   return out;
 }
 
-/** Behaviours: flaky is down first, then 500 twice, 429 (Retry-After: 1) twice, then fine. */
+/**
+ * Behaviours: flaky is down first, then 500 twice, 429 with Retry-After: 7 twice, then fine. A
+ * Retry-After pauses the whole subscription, so after each 429 nothing may reach flaky for 7 s
+ * (but requests already under way when it answered), and the throttled message comes again no
+ * sooner; the backoff alone would retry these attempts after 2.5 to 10 s, and the others at once.
+ */
 async function receivers(): Promise<Record<'good' | 'flaky' | 'slow' | 'narrow', Receiver>> {
   const flaky = new Receiver((n) =>
-    n < 2 ? { kind: 'status', status: 500 } : n < 4 ? { kind: 'status', status: 429, retryAfterS: 1 } : { kind: 'ok' },
+    n < 2
+      ? { kind: 'status', status: 500 }
+      : n < 4
+        ? { kind: 'status', status: 429, retryAfterS: RETRY_AFTER_S }
+        : { kind: 'ok' },
   );
   const slowUntil = Date.now() + HANG_MS;
   // Hangs for HANG_MS, and on until the last kill, so that every kill meets deliveries in flight.
@@ -166,15 +177,21 @@ function coverage(subs: Sub[], sent: PriceChange[]) {
   return per;
 }
 
-/** The shortest wait after a 429 with Retry-After: 1 before the same message came again, in s. */
-function retryAfterGap(r: Receiver): number | null {
-  let min: number | null = null;
+/**
+ * After each 429: the wait before the same message came again, and the requests that arrived
+ * within the pause (half a second after the answer on: those were under way already).
+ */
+function retryAfterChecks(r: Receiver): { gaps_s: number[]; during_pause: number } {
+  const gaps: number[] = [];
+  let duringPause = 0;
   for (const [i, a] of r.arrivals.entries()) {
     if (a.status !== 429) continue;
-    const again = r.arrivals.slice(i + 1).find((b) => b.id === a.id);
-    if (again) min = Math.min(min ?? Infinity, (again.at - a.at) / 1000);
+    const later = r.arrivals.slice(i + 1);
+    const again = later.find((b) => b.id === a.id);
+    if (again) gaps.push(Math.round(again.at - a.at) / 1000);
+    duringPause += later.filter((b) => b.at > a.at + 500 && b.at < a.at + RETRY_AFTER_S * 1000 - 100).length;
   }
-  return min;
+  return { gaps_s: gaps, during_pause: duringPause };
 }
 
 const p99 = (xs: number[]) => {
@@ -285,7 +302,11 @@ try {
     changes_with_many_ids: ids.pairsWithManyIds,
     bad_signatures: Object.values(r).reduce((n, x) => n + x.badSignatures, 0),
     good_samples_before_kills: calm.length,
-    retry_after_min_gap_s: retryAfterGap(r.flaky),
+    retry_after: retryAfterChecks(r.flaky),
+    webhook_retry_after_honoured:
+      retryAfterChecks(r.flaky).gaps_s.length > 0 &&
+      retryAfterChecks(r.flaky).during_pause === 0 &&
+      retryAfterChecks(r.flaky).gaps_s.every((g) => g >= RETRY_AFTER_S - 0.1),
     flaky_down_s: DOWN_MS / 1000,
     flaky_first_accept_after_up_s: ((r.flaky.accepted()[0]?.at ?? NaN) - flakyUpAt) / 1000,
     slow_hang_s: HANG_MS / 1000,

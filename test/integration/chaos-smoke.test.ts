@@ -32,6 +32,7 @@ const KEYS = [
   'webhook_unmatched',
   'webhook_id_conflicts',
   'webhook_good_p99_s',
+  'webhook_retry_after_honoured',
   'api_stop_s',
   'materializer_stop_s',
 ];
@@ -70,6 +71,7 @@ describe('chaos: make chaos --smoke', () => {
     expect(r.webhook_unmatched, tail).toBe(0);
     expect(r.webhook_id_conflicts, tail).toBe(0);
     expect(r.webhook_good_p99_s as number, tail).toBeLessThanOrEqual(2);
+    expect(r.webhook_retry_after_honoured, tail).toBe(true);
     expect(r.api_stop_s as number, tail).toBeLessThan(5);
     expect(r.materializer_stop_s as number, tail).toBeLessThan(30);
     expect(code, tail).toBe(0);
