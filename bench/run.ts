@@ -305,7 +305,7 @@ const ROWS: {
     what: 'webhook deliveries per second, a burst of changes to 8 subscriptions, first produce → last delivery',
     target: 'reported',
     value: r.webhooks.webhook_deliveries_per_s,
-    detail: `${r.webhooks.burst_deliveries ?? '—'} deliveries; a bare undici client POSTing as many signed bodies at the notifier's in-flight cap (64) to the same receiver: ${r.webhooks.webhook_floor_per_s ?? '—'}/s, so ${r.webhooks.webhook_vs_floor ?? '—'} of the floor`,
+    detail: `${r.webhooks.burst_deliveries ?? '—'} deliveries; a bare undici client POSTing as many signed bodies at the notifier's in-flight cap (64) to a receiver of the same kind: ${r.webhooks.webhook_floor_per_s ?? '—'}/s, so ${r.webhooks.webhook_vs_floor ?? '—'} of the floor`,
   },
 ];
 

@@ -60,8 +60,11 @@ CREATE INDEX webhook_messages_due ON webhook_messages (next_attempt_at) WHERE st
 CREATE INDEX webhook_messages_leased ON webhook_messages (lease_until) WHERE status = 'delivering';
 CREATE INDEX webhook_messages_log ON webhook_messages (subscription_id, created_at DESC, id DESC);
 -- The dispatcher claims per subscription (so one backlog cannot starve the others): 165 ms a claim
--- round over 1M messages with one subscription 100,000 behind, 0.6 ms with these.
-CREATE INDEX webhook_messages_sub_due ON webhook_messages (subscription_id, next_attempt_at) WHERE status = 'pending';
+-- round over 1M messages with one subscription 100,000 behind, 0.6 ms with these. The id is in
+-- the key because the claim orders by (next_attempt_at, id) and a batch's messages share one
+-- next_attempt_at: without it each round sorted a subscription's whole backlog (1.8 ms against
+-- 0.05 ms per subscription, 2,500 waiting).
+CREATE INDEX webhook_messages_sub_due ON webhook_messages (subscription_id, next_attempt_at, id) WHERE status = 'pending';
 CREATE INDEX webhook_messages_sub_leased ON webhook_messages (subscription_id, lease_until) WHERE status = 'delivering';
 -- Retention deletes finished messages by age.
 CREATE INDEX webhook_messages_finished ON webhook_messages (created_at) WHERE status IN ('succeeded', 'failed');

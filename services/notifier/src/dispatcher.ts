@@ -33,6 +33,7 @@ import type { Deliverer } from './deliver.js';
 import type { NotifierMetrics } from './metrics.js';
 import { next, type AttemptOutcome, type Transition } from './outcome.js';
 import { signingSecrets, type ActiveSubscription } from './subscriptions.js';
+import { SuccessWriter } from './successes.js';
 import { Wakeable } from './wake.js';
 
 export type DispatcherState = 'idle' | 'claiming' | 'backoff' | 'draining' | 'stopped';
@@ -131,6 +132,7 @@ const OURS = `id = $1 AND status = 'delivering' AND lease_until = $2::timestampt
 export class Dispatcher {
   state: DispatcherState = 'idle';
   private readonly inFlight = new Map<string, { lease: string; done: Promise<void> }>();
+  private readonly successes: SuccessWriter;
   private readonly stopCtl = new AbortController();
   private readonly waker = new Wakeable();
   /** The pending coalesced wake-up of finished deliveries. */
@@ -153,7 +155,9 @@ export class Dispatcher {
       };
       metrics?: NotifierMetrics;
     },
-  ) {}
+  ) {
+    this.successes = new SuccessWriter(deps.pool);
+  }
 
   /** Deliveries under way in this process. */
   get inFlightCount(): number {
@@ -301,19 +305,15 @@ export class Dispatcher {
       // A success reads nothing of the subscription: it ends the streak (or, a test, leaves it).
       const t = next({ ...base, failingSince: null }, outcome, now, this.random);
       if (t.status !== 'succeeded') return undefined;
-      const { rows } = await this.deps.pool.query<{ n: number }>(
-        `WITH m AS (
-           UPDATE webhook_messages SET status = 'succeeded', delivered_at = $3, latency_ms = $4, lease_until = NULL,
-             last_status_code = $5, last_error = NULL
-           WHERE ${OURS} RETURNING subscription_id
-         ), s AS (
-           UPDATE webhook_subscriptions SET failing_since = NULL
-           WHERE $6 AND id IN (SELECT subscription_id FROM m) AND failing_since IS NOT NULL
-         )
-         SELECT count(*)::int AS n FROM m`,
-        [c.id, c.lease, new Date(t.deliveredAt).toISOString(), t.latencyMs, t.statusCode, t.failingSince === null],
-      );
-      return rows[0]?.n ? t : undefined;
+      const written = await this.successes.write({
+        id: c.id,
+        lease: c.lease,
+        deliveredAt: t.deliveredAt,
+        latencyMs: t.latencyMs,
+        statusCode: t.statusCode,
+        test: base.test,
+      });
+      return written ? t : undefined;
     }
     return this.recordFailure(c, outcome, base, now);
   }
