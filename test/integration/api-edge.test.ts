@@ -12,12 +12,11 @@ import {
   FailedAuthLimiter,
   KeyStore,
   MemoryRateLimiter,
-  PgNotifications,
   ReadModel,
 } from '@skinprices/api';
 import { MIGRATIONS_DIR } from '@skinprices/materializer';
 import { createLogger } from '@skinprices/runtime';
-import { migrate, type Pool } from '@skinprices/store';
+import { migrate, PgNotifications, type Pool } from '@skinprices/store';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { curlGet } from '../support/clients.js';

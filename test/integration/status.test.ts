@@ -11,11 +11,10 @@ import {
   DEFAULT_STATUS_OPTIONS,
   KeyStore,
   MemoryRateLimiter,
-  parsePayload,
   ReadModel,
 } from '@skinprices/api';
 import { createLogger } from '@skinprices/runtime';
-import { migrate, type Pool } from '@skinprices/store';
+import { migrate, parsePayload, type Pool } from '@skinprices/store';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {

@@ -24,3 +24,4 @@ export {
   type ReadContractV1,
   type ViewColumns,
 } from './read-contract.js';
+export { parsePayload, PgNotifications, type ListenerState, type NotificationSubscription } from './notifications.js';

@@ -20,6 +20,6 @@ export {
 export { ReadModel } from './readmodel.js';
 export { DEFAULT_STATUS_OPTIONS } from './status.js';
 export type { HistoryPoint } from './routes/schemas.js';
-export { parsePayload, PgNotifications, ReadModelVersion } from './version.js';
+export { ReadModelVersion } from './version.js';
 export type { WebhookSettings } from './webhooks/routes.js';
 export { WEBHOOKS_API_CONTRACT } from './webhooks/store.js';

@@ -7,7 +7,7 @@
  */
 import { AggregatorRegistry } from 'prom-client';
 import { ShutdownManager, type Logger } from '@skinprices/runtime';
-import { createPool, READ_CONTRACT_V1, waitForContract, type Pool } from '@skinprices/store';
+import { createPool, PgNotifications, READ_CONTRACT_V1, waitForContract, type Pool } from '@skinprices/store';
 import { buildApp } from './app.js';
 import { ChangeFollower } from './changes/follower.js';
 import { SharedStreamSlots } from './changes/slots-shared.js';
@@ -19,7 +19,7 @@ import { SharedRateLimiter } from './limits-shared.js';
 import { ApiMetrics } from './metrics.js';
 import { ReadModel } from './readmodel.js';
 import { DEFAULT_STATUS_OPTIONS, loadStatus } from './status.js';
-import { PgNotifications, ReadModelVersion } from './version.js';
+import { ReadModelVersion } from './version.js';
 
 /** alone: the only API process here; worker: one of a cluster primary's. */
 type Role = 'alone' | 'worker';

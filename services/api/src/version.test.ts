@@ -1,16 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { bodyDeps } from './app.js';
-import { parsePayload, ReadModelVersion } from './version.js';
+import { ReadModelVersion } from './version.js';
 
 describe('read-model versions per marketplace and kind', () => {
-  it('parses the schema and the tags of a NOTIFY payload (untagged payloads stay valid)', () => {
-    expect(parsePayload('readmodel')).toEqual({ schema: 'readmodel' });
-    expect(parsePayload('readmodel\tlisting:cn-a,derived')).toEqual({
-      schema: 'readmodel',
-      tags: ['listing:cn-a', 'derived'],
-    });
-  });
-
   // Root cause guarded: one global version made every commit of any marketplace rebuild every
   // list body (33k rows: query, JSON, gzip) — the freshness bound of issue 12.
   it('a commit of one marketplace moves only the bodies that depend on it', () => {

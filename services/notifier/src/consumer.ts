@@ -51,6 +51,8 @@ export function matchChanges(
   for (const change of changes) {
     let id: string | undefined;
     let wc: WebhookChange | undefined;
+    // The same bytes for every subscription the change matches: serialised once.
+    let body: string | undefined;
     for (const s of subscriptions) {
       // A consumer catching up (a new group reads the topic's 30 days) must not hand a new
       // subscription the changes committed before it existed. changed_at is the materializer
@@ -78,7 +80,7 @@ export function matchChanges(
         keyId: s.keyId,
         plan: s.plan,
         type: 'price.changed',
-        body: changeBody(wc, now),
+        body: (body ??= changeBody(wc, now)),
         eventCount: 1,
         committedAt: change.changed_at,
       });

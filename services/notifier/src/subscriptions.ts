@@ -12,13 +12,12 @@
  *
  * The same connection LISTENs on `skinprices_webhook_due` (the API's test deliveries and retries:
  * messages made due; payload: the webhooks schema), which reloads nothing and only tells onDue's
- * listeners (the dispatcher) to look for due messages.
- *
- * Listener:  connecting ──▶ listening ──(connection lost)──▶ backoff ──▶ connecting    stop() ──▶ stopped
+ * listeners (the dispatcher) to look for due messages. The connection and its reconnections are
+ * @skinprices/store's PgNotifications, as the API's.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Backoff, type Logger } from '@skinprices/runtime';
-import { ident, type Pool, type PoolClient } from '@skinprices/store';
+import { ident, PgNotifications, type Pool } from '@skinprices/store';
 import {
   filtersSchema,
   SecretBox,
@@ -91,8 +90,6 @@ interface SubscriptionRow {
   created_at: Date;
 }
 
-export type ListenerState = 'connecting' | 'listening' | 'backoff' | 'stopped';
-
 export interface SubscriptionsOptions {
   webhooksSchema: string;
   keysSchema: string;
@@ -103,7 +100,6 @@ export interface SubscriptionsOptions {
 }
 
 export class Subscriptions {
-  listenerState: ListenerState = 'connecting';
   private all: readonly ActiveSubscription[] = [];
   private byId = new Map<string, ActiveSubscription>();
   /** When the last reload succeeded (epoch ms); 0: never. */
@@ -112,7 +108,8 @@ export class Subscriptions {
   loadedAsOf: LoadMark | undefined;
   private readonly box: SecretBox;
   private readonly stopCtl = new AbortController();
-  private loops: Promise<void>[] = [];
+  private refresh: Promise<void> | undefined;
+  private readonly notifications: PgNotifications;
   private reloading: Promise<void> | undefined;
   private again = false;
   private readonly changeListeners = new Set<() => void>();
@@ -123,6 +120,20 @@ export class Subscriptions {
     private readonly deps: { pool: Pool; logger: Logger },
   ) {
     this.box = new SecretBox(options.secretKeys);
+    const reload = () => void this.reload().catch(() => undefined);
+    this.notifications = new PgNotifications(
+      deps.pool,
+      [
+        { channel: WEBHOOKS_CHANNEL, payload: options.webhooksSchema, onNotify: reload },
+        { channel: KEYS_CHANNEL, payload: options.keysSchema, onNotify: reload },
+        { channel: WEBHOOK_DUE_CHANNEL, payload: options.webhooksSchema, onNotify: () => this.due() },
+      ],
+      deps.logger,
+    );
+  }
+
+  private due(): void {
+    for (const l of this.dueListeners) l();
   }
 
   get list(): readonly ActiveSubscription[] {
@@ -163,14 +174,15 @@ export class Subscriptions {
         await sleep(backoff.next(), undefined, { signal }).catch(() => undefined);
       }
     }
-    if (!signal.aborted) this.loops = [this.refreshLoop(), this.listenLoop()];
+    if (signal.aborted) return;
+    this.refresh = this.refreshLoop();
+    this.notifications.start();
   }
 
   async stop(): Promise<void> {
     this.stopCtl.abort();
-    await Promise.all(this.loops);
+    await Promise.all([this.refresh, this.notifications.stop()]);
     await this.reloading?.catch(() => undefined);
-    this.listenerState = 'stopped';
   }
 
   /** Reloads now; a reload asked for while one runs runs once more after it (it may miss the change). */
@@ -268,48 +280,6 @@ export class Subscriptions {
       await this.reload().catch((err: unknown) =>
         this.deps.logger.warn({ err }, 'subscriptions not reloaded; keeping the last ones'),
       );
-    }
-  }
-
-  /** LISTENs on one connection of its own; a subscription or key notification for our schemas reloads. */
-  private async listenLoop(): Promise<void> {
-    const { signal } = this.stopCtl;
-    const backoff = new Backoff({ baseMs: 500, maxMs: 10_000 });
-    while (!signal.aborted) {
-      let client: PoolClient | undefined;
-      try {
-        this.listenerState = 'connecting';
-        client = await this.deps.pool.connect();
-        const lost = new Promise<void>((resolve) => {
-          client?.once('error', () => resolve());
-          client?.once('end', () => resolve());
-          signal.addEventListener('abort', () => resolve(), { once: true });
-        });
-        client.on('notification', (msg) => {
-          if (msg.channel === WEBHOOK_DUE_CHANNEL) {
-            if (msg.payload === this.options.webhooksSchema) for (const l of this.dueListeners) l();
-            return;
-          }
-          const ours =
-            (msg.channel === WEBHOOKS_CHANNEL && msg.payload === this.options.webhooksSchema) ||
-            (msg.channel === KEYS_CHANNEL && msg.payload === this.options.keysSchema);
-          if (ours) void this.reload().catch(() => undefined);
-        });
-        await client.query(`LISTEN ${WEBHOOKS_CHANNEL}`);
-        await client.query(`LISTEN ${KEYS_CHANNEL}`);
-        await client.query(`LISTEN ${WEBHOOK_DUE_CHANNEL}`);
-        await this.reload();
-        this.listenerState = 'listening';
-        backoff.reset();
-        await lost;
-      } catch (err) {
-        if (!signal.aborted) this.deps.logger.warn({ err }, 'subscription notifications lost; reconnecting');
-      } finally {
-        client?.release(true);
-      }
-      if (signal.aborted) break;
-      this.listenerState = 'backoff';
-      await sleep(backoff.next(), undefined, { signal }).catch(() => undefined);
     }
   }
 }
